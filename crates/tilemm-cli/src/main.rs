@@ -1,0 +1,217 @@
+//! The `tilemm` command line: a thin layer over the `tilemm` library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use tilemm::backend::{install_hint, list_devices};
+use tilemm::plan::{format_bytes, DEFAULT_TPB};
+use tilemm::run::{RunOptions, Runner};
+use tilemm::{inputs, Backend, Kernel, Plan, Problem};
+
+/// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
+#[derive(Parser)]
+#[command(name = "tilemm", version, about, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Multiply on a GPU twice (1st run includes JIT compilation), on the CPU, and verify.
+    Run(RunArgs),
+    /// List the devices tilemm can run on, with the limits that matter for GEMM.
+    Devices {
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Kernel: naive (one thread per element of C) or tiled (shared-memory tiles).
+    #[arg(long, default_value = "tiled")]
+    kernel: Kernel,
+    /// Threads per block along each axis, and the tiled kernel's tile side: 8, 16 or 32.
+    #[arg(long, default_value_t = DEFAULT_TPB)]
+    tpb: u32,
+    /// Rows of A and C.
+    #[arg(short, default_value_t = 256, conflicts_with = "a")]
+    m: usize,
+    /// Columns of A, rows of B.
+    #[arg(short, default_value_t = 256, conflicts_with = "a")]
+    k: usize,
+    /// Columns of B and C.
+    #[arg(short, default_value_t = 256, conflicts_with = "a")]
+    n: usize,
+    /// Seed of the random inputs (uniform in [-1, 1)).
+    #[arg(long, default_value_t = 0, conflicts_with = "a")]
+    seed: u64,
+    /// Read A from a 2-D float32 .npy file (needs --b).
+    #[arg(long, requires = "b", value_name = "A.npy")]
+    a: Option<PathBuf>,
+    /// Read B from a 2-D float32 .npy file (needs --a).
+    #[arg(long, requires = "a", value_name = "B.npy")]
+    b: Option<PathBuf>,
+    /// Write C to a float32 .npy file.
+    #[arg(long, value_name = "C.npy")]
+    out: Option<PathBuf>,
+    /// Backend: wgpu, cuda or cpu. Default: the best GPU found, else the CPU alone.
+    #[arg(long)]
+    backend: Option<Backend>,
+    /// Device index within the backend (see `tilemm devices`).
+    #[arg(long)]
+    device: Option<usize>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit codes: 0 verified, 1 the result failed verification, 2 the request could not be run.
+const EXIT_FAIL: u8 = 1;
+const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            // clap's message spans several lines; tilemm's errors are one line each.
+            let text = err.render().to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+                .collect();
+            eprintln!("tilemm: {}", line.join(" "));
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => run_command(args),
+        Command::Devices { json } => devices_command(json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("tilemm: error: {err}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn run_command(args: RunArgs) -> tilemm::Result<ExitCode> {
+    let plan = Plan::new(args.kernel, args.tpb)?;
+    let options = RunOptions {
+        backend: args.backend,
+        device: args.device,
+        plan,
+    };
+    let outcome = match (&args.a, &args.b) {
+        (Some(a_path), Some(b_path)) => {
+            let (problem, a, b) = inputs::read_operands(a_path, b_path)?;
+            Runner::new(&problem, &options)?.run(&a, &b)?
+        }
+        _ => {
+            // Device and memory are checked before the inputs are made: a huge request fails
+            // with a message, not an out-of-memory abort.
+            let problem = Problem::new(args.m, args.k, args.n)?;
+            let runner = Runner::new(&problem, &options)?;
+            let (a, b) = inputs::random_operands(&problem, args.seed);
+            runner.run(&a, &b)?
+        }
+    };
+    let problem = outcome.report.problem;
+    if let Some(path) = &args.out {
+        inputs::write_result(path, &problem, &outcome.c)?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.report).expect("reports serialize")
+        );
+    } else {
+        println!("{}", outcome.report);
+    }
+    Ok(if outcome.report.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAIL)
+    })
+}
+
+fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
+    let backends: Vec<Backend> = [Backend::Cuda, Backend::Wgpu]
+        .into_iter()
+        .filter(|b| b.is_built())
+        .collect();
+    let found: Vec<_> = backends.iter().map(|&b| (b, list_devices(b))).collect();
+    if json {
+        let object = serde_json::json!({
+            "backends": found.iter().map(|(b, devices)| serde_json::json!({
+                "backend": b,
+                "devices": devices,
+            })).collect::<Vec<_>>(),
+            "cpu": { "implementation": tilemm::cpu::CPU_GEMM, "threads": tilemm::cpu::threads() },
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&object).expect("devices serialize")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (backend, devices) in &found {
+        if devices.is_empty() {
+            println!("{backend}: no device found");
+            continue;
+        }
+        for d in devices {
+            let l = &d.limits;
+            println!(
+                "{backend} #{}: {} ({}, {})",
+                d.index,
+                d.name,
+                d.kind.name(),
+                d.api
+            );
+            if !d.driver.is_empty() {
+                println!("    driver               {}", d.driver);
+            }
+            println!(
+                "    shared per block     {}",
+                format_bytes(l.max_shared_bytes as u64)
+            );
+            println!(
+                "    threads per block    {} (x ≤ {}, y ≤ {}, z ≤ {})",
+                l.max_units_per_cube, l.max_cube_dim[0], l.max_cube_dim[1], l.max_cube_dim[2]
+            );
+            println!("    blocks per dimension {}", l.max_cube_count[0]);
+            println!(
+                "    largest binding      {}",
+                format_bytes(l.max_binding_bytes)
+            );
+            println!(
+                "    largest buffer       {}",
+                format_bytes(l.max_buffer_bytes)
+            );
+            println!(
+                "    timestamp queries    {}",
+                if d.timestamps { "yes" } else { "no" }
+            );
+        }
+    }
+    if found.iter().all(|(_, d)| d.is_empty()) {
+        println!("no GPU device found: {}", install_hint());
+    }
+    println!(
+        "cpu: {} on {} threads",
+        tilemm::cpu::CPU_GEMM,
+        tilemm::cpu::threads()
+    );
+    Ok(ExitCode::SUCCESS)
+}

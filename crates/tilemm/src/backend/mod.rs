@@ -1,0 +1,164 @@
+//! Where a product runs: the GPU runtimes CubeCL compiles for, and the CPU.
+
+#[cfg(feature = "cuda")]
+pub mod cuda;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+use crate::gpu::{GpuRun, Session};
+use crate::plan::Plan;
+use crate::problem::Problem;
+
+#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+compile_error!("tilemm needs at least one GPU backend: enable the `wgpu` or `cuda` feature");
+
+/// A backend, as `--backend` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// CubeCL's wgpu runtime: Vulkan, Metal, DX12.
+    Wgpu,
+    /// CubeCL's CUDA runtime (feature `cuda`).
+    Cuda,
+    /// The CPU, through the `gemm` crate.
+    Cpu,
+}
+
+impl Backend {
+    /// Every backend, in the order `auto` tries the GPU ones.
+    pub const ALL: [Backend; 3] = [Backend::Cuda, Backend::Wgpu, Backend::Cpu];
+
+    /// The backend's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Wgpu => "wgpu",
+            Backend::Cuda => "cuda",
+            Backend::Cpu => "cpu",
+        }
+    }
+
+    /// Whether this build contains the backend.
+    pub fn is_built(self) -> bool {
+        match self {
+            Backend::Wgpu => cfg!(feature = "wgpu"),
+            Backend::Cuda => cfg!(feature = "cuda"),
+            Backend::Cpu => true,
+        }
+    }
+
+    fn not_built(self) -> Error {
+        Error::BackendNotBuilt {
+            backend: self.name(),
+            feature: self.name(),
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| format!("unknown backend '{s}' (choose one of: wgpu, cuda, cpu)"))
+    }
+}
+
+/// An open GPU device on whichever runtime it belongs to.
+#[non_exhaustive]
+pub enum GpuSession {
+    /// A wgpu adapter.
+    #[cfg(feature = "wgpu")]
+    Wgpu(Session<cubecl::wgpu::WgpuRuntime>),
+    /// A CUDA device.
+    #[cfg(feature = "cuda")]
+    Cuda(Session<cubecl::cuda::CudaRuntime>),
+}
+
+macro_rules! with_session {
+    ($session:expr, $s:ident => $body:expr) => {
+        match $session {
+            #[cfg(feature = "wgpu")]
+            GpuSession::Wgpu($s) => $body,
+            #[cfg(feature = "cuda")]
+            GpuSession::Cuda($s) => $body,
+        }
+    };
+}
+
+impl GpuSession {
+    /// Opens device `index` of `backend` (its best device if `None`).
+    pub fn open(backend: Backend, index: Option<usize>) -> Result<Self> {
+        match backend {
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu => wgpu::open(index).map(GpuSession::Wgpu),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => cuda::open(index).map(GpuSession::Cuda),
+            Backend::Cpu => Err(Error::NoDevice(
+                "the cpu backend has no GPU device to open".into(),
+            )),
+            #[allow(unreachable_patterns)]
+            other => Err(other.not_built()),
+        }
+    }
+
+    /// The backend this session runs on.
+    pub fn backend(&self) -> Backend {
+        match self {
+            #[cfg(feature = "wgpu")]
+            GpuSession::Wgpu(_) => Backend::Wgpu,
+            #[cfg(feature = "cuda")]
+            GpuSession::Cuda(_) => Backend::Cuda,
+        }
+    }
+
+    /// The device.
+    pub fn info(&self) -> &DeviceInfo {
+        with_session!(self, s => s.info())
+    }
+
+    /// Whether kernel times come from device timestamps.
+    pub fn has_device_timestamps(&self) -> bool {
+        with_session!(self, s => s.has_device_timestamps())
+    }
+
+    /// C = A·B with `plan`; see [`Session::matmul`].
+    pub fn matmul(&self, problem: &Problem, plan: &Plan, a: &[f32], b: &[f32]) -> Result<GpuRun> {
+        with_session!(self, s => s.matmul(problem, plan, a, b))
+    }
+}
+
+/// The GPU devices of `backend` that this machine has (none for `cpu` or a backend not built).
+pub fn list_devices(backend: Backend) -> Vec<DeviceInfo> {
+    match backend {
+        #[cfg(feature = "wgpu")]
+        Backend::Wgpu => wgpu::list(),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => cuda::list(),
+        _ => Vec::new(),
+    }
+}
+
+/// What to install so that some GPU backend of this build finds a device.
+pub fn install_hint() -> String {
+    let mut hints = Vec::new();
+    #[cfg(feature = "cuda")]
+    hints.push(format!("for CUDA, {}", cuda::INSTALL_HINT));
+    #[cfg(feature = "wgpu")]
+    hints.push(format!("for wgpu, {}", wgpu::INSTALL_HINT));
+    hints.join("; ")
+}

@@ -1,0 +1,68 @@
+//! What a device is and the limits that decide whether a GEMM fits on it.
+
+use serde::Serialize;
+
+/// The kind of adapter, as the driver reports it; selection prefers them in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKind {
+    /// A GPU with its own memory.
+    DiscreteGpu,
+    /// A GPU sharing memory with the CPU.
+    IntegratedGpu,
+    /// A GPU behind a hypervisor.
+    VirtualGpu,
+    /// Anything the driver does not classify.
+    Other,
+    /// A driver that runs shaders on the CPU, such as Mesa's lavapipe.
+    Cpu,
+}
+
+impl DeviceKind {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::DiscreteGpu => "discrete GPU",
+            DeviceKind::IntegratedGpu => "integrated GPU",
+            DeviceKind::VirtualGpu => "virtual GPU",
+            DeviceKind::Other => "other",
+            DeviceKind::Cpu => "CPU adapter",
+        }
+    }
+}
+
+/// The limits that matter for GEMM, as the device reports them (not a runtime's defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceLimits {
+    /// Shared (workgroup) memory per cube, in bytes.
+    pub max_shared_bytes: usize,
+    /// Units (invocations, threads) per cube.
+    pub max_units_per_cube: u32,
+    /// Units per cube along x, y, z.
+    pub max_cube_dim: [u32; 3],
+    /// Cubes per dispatch along x, y, z.
+    pub max_cube_count: [u32; 3],
+    /// Largest buffer a kernel can bind, in bytes.
+    pub max_binding_bytes: u64,
+    /// Largest buffer that can be allocated, in bytes.
+    pub max_buffer_bytes: u64,
+}
+
+/// One device a GEMM can run on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceInfo {
+    /// Position in `tilemm devices`, the value `--device` takes.
+    pub index: usize,
+    /// The adapter's name.
+    pub name: String,
+    /// Discrete, integrated, CPU, ...
+    pub kind: DeviceKind,
+    /// The graphics or compute API: Vulkan, Metal, Dx12, CUDA, ...
+    pub api: String,
+    /// The driver and its version, where reported.
+    pub driver: String,
+    /// Whether kernel times can come from device timestamps.
+    pub timestamps: bool,
+    /// Its limits.
+    pub limits: DeviceLimits,
+}

@@ -1,0 +1,135 @@
+//! The error type of every fallible tilemm operation.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong between parsing a request and verifying its result.
+///
+/// Each message names the problem and, where there is one, what the user can do about it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A dimension is zero.
+    #[error("matrix dimension {name} is 0: every dimension must be at least 1")]
+    ZeroDimension {
+        /// Which dimension (`m`, `k` or `n`).
+        name: &'static str,
+    },
+
+    /// The sizes are too large to be represented or allocated at all.
+    #[error("problem {m}×{k}×{n} is too large: {why}")]
+    TooLarge {
+        /// Rows of A and C.
+        m: usize,
+        /// Columns of A, rows of B.
+        k: usize,
+        /// Columns of B and C.
+        n: usize,
+        /// What overflowed.
+        why: String,
+    },
+
+    /// The inner dimensions of A and B differ.
+    #[error("shapes don't chain: A is {a_rows}×{a_cols} but B is {b_rows}×{b_cols} (A's columns must equal B's rows)")]
+    ShapeMismatch {
+        /// Rows of A.
+        a_rows: usize,
+        /// Columns of A.
+        a_cols: usize,
+        /// Rows of B.
+        b_rows: usize,
+        /// Columns of B.
+        b_cols: usize,
+    },
+
+    /// A matrix file could not be read or is not a 2-D f32 array.
+    #[error("cannot read {}: {reason}", path.display())]
+    ReadMatrix {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong, in the words of the npy reader or the OS.
+        reason: String,
+    },
+
+    /// The result could not be written.
+    #[error("cannot write {}: {reason}", path.display())]
+    WriteMatrix {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+
+    /// The data handed to a function does not have the length its problem says.
+    #[error("{what} holds {got} elements but the problem needs {expected}")]
+    DataLength {
+        /// Which operand.
+        what: &'static str,
+        /// Length given.
+        got: usize,
+        /// Length the problem implies.
+        expected: usize,
+    },
+
+    /// A tile size the kernels are not built for.
+    #[error("unsupported tile size TPB={tpb}: choose 8, 16 or 32")]
+    UnsupportedTile {
+        /// The tile size asked for.
+        tpb: u32,
+    },
+
+    /// A backend that this build of tilemm does not contain.
+    #[error("this tilemm was built without the {backend} backend: rebuild with `cargo build --release -p tilemm-cli --features {feature}`")]
+    BackendNotBuilt {
+        /// The backend's name.
+        backend: &'static str,
+        /// The cargo feature that enables it.
+        feature: &'static str,
+    },
+
+    /// No device of the requested backend exists on this machine.
+    #[error("{0}")]
+    NoDevice(String),
+
+    /// `--device N` names an adapter that does not exist.
+    #[error("no device #{index}: {count} device(s) found (list them with `tilemm devices`)")]
+    DeviceIndex {
+        /// Index asked for.
+        index: usize,
+        /// How many there are.
+        count: usize,
+    },
+
+    /// The problem or kernel needs more than the device allows.
+    #[error("{what} needs {needed} but {device} allows at most {limit}")]
+    DeviceLimit {
+        /// What exceeds the limit, e.g. "matrix A (4096×8192 f32)".
+        what: String,
+        /// The amount needed, with unit.
+        needed: String,
+        /// The device's limit, with unit.
+        limit: String,
+        /// The device's name.
+        device: String,
+    },
+
+    /// The host does not have the memory the run needs.
+    #[error("the run needs {needed_gib:.1} GiB of host memory but only {available_gib:.1} GiB is available")]
+    HostMemory {
+        /// GiB needed.
+        needed_gib: f64,
+        /// GiB available.
+        available_gib: f64,
+    },
+
+    /// The device or its runtime reported an error.
+    #[error("device error on {device}: {reason}")]
+    Device {
+        /// The device's name.
+        device: String,
+        /// The runtime's message.
+        reason: String,
+    },
+}
+
+/// Result with tilemm's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

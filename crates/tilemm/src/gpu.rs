@@ -1,0 +1,124 @@
+//! Running a plan on a CubeCL runtime: upload, launch, download, each timed.
+
+use std::time::{Duration, Instant};
+
+use cubecl::future::block_on;
+use cubecl::prelude::*;
+use cubecl::profile::TimingMethod;
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+use crate::kernels;
+use crate::plan::Plan;
+use crate::problem::Problem;
+
+/// An open device on one CubeCL runtime (wgpu, CUDA, ...).
+pub struct Session<R: Runtime> {
+    client: ComputeClient<R>,
+    info: DeviceInfo,
+}
+
+/// One GPU product and where its time went.
+#[derive(Clone, Debug)]
+pub struct GpuRun {
+    /// The result, row-major.
+    pub c: Vec<f32>,
+    /// Copying A and B to the device and allocating C, until the device is idle.
+    pub upload: Duration,
+    /// From the launch call until the kernel has finished (includes JIT compilation on the
+    /// first launch of a kernel).
+    pub launch: Duration,
+    /// The kernel alone, as the device's timestamps (or, without them, the host clock) saw it.
+    pub kernel: Duration,
+    /// Copying C back to the host.
+    pub download: Duration,
+}
+
+impl GpuRun {
+    /// Upload, launch and download together.
+    pub fn total(&self) -> Duration {
+        self.upload + self.launch + self.download
+    }
+}
+
+impl<R: Runtime> Session<R> {
+    pub(crate) fn new(client: ComputeClient<R>, info: DeviceInfo) -> Self {
+        Session { client, info }
+    }
+
+    /// The device this session runs on.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Whether kernel times come from device timestamps rather than the host clock.
+    pub fn has_device_timestamps(&self) -> bool {
+        self.client.properties().timing_method == TimingMethod::Device
+    }
+
+    /// C = A·B with `plan`, on row-major f32 operands of `problem`.
+    pub fn matmul(&self, problem: &Problem, plan: &Plan, a: &[f32], b: &[f32]) -> Result<GpuRun> {
+        problem.check_operands(a, b)?;
+        plan.check(problem, &self.info.limits, &self.info.name)?;
+        let client = &self.client;
+
+        let start = Instant::now();
+        let a_handle = client.create_from_slice(f32::as_bytes(a));
+        let b_handle = client.create_from_slice(f32::as_bytes(b));
+        let c_handle = client.empty(problem.operand_bytes()[2]);
+        self.sync()?;
+        let upload = start.elapsed();
+
+        let start = Instant::now();
+        let (flushed, profile) = client
+            .profile(
+                || {
+                    kernels::launch(client, plan, problem, &a_handle, &b_handle, &c_handle);
+                    client.flush()
+                },
+                "tilemm::matmul",
+            )
+            .map_err(|e| self.error(format!("{e:?}")))?;
+        flushed.map_err(|e| self.error(e.to_string()))?;
+        let kernel = block_on(profile.resolve()).duration();
+        self.sync()?;
+        let launch = start.elapsed();
+
+        let start = Instant::now();
+        let bytes = client
+            .read_one(c_handle)
+            .map_err(|e| self.error(e.to_string()))?;
+        let c = f32::from_bytes(&bytes).to_vec();
+        let download = start.elapsed();
+
+        Ok(GpuRun {
+            c,
+            upload,
+            launch,
+            kernel,
+            download,
+        })
+    }
+
+    fn sync(&self) -> Result<()> {
+        block_on(self.client.sync()).map_err(|e| self.error(e.to_string()))
+    }
+
+    fn error(&self, reason: String) -> Error {
+        Error::Device {
+            device: self.info.name.clone(),
+            reason: one_line(&reason),
+        }
+    }
+}
+
+/// A runtime's multi-line message (often with a backtrace) as one line.
+fn one_line(message: &str) -> String {
+    let message = message.split("Backtrace:").next().unwrap_or(message);
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

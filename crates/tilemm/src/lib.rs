@@ -1,0 +1,40 @@
+//! tilemm: fast matrix multiplication on the GPUs of every vendor.
+//!
+//! Kernels are written once in Rust with [CubeCL](https://github.com/tracel-ai/cubecl) and
+//! JIT-compiled for wgpu (Vulkan, Metal, DX12) or CUDA. A [`Problem`] (shapes, layouts, dtype)
+//! is decided once; a [`Plan`] says which kernel runs and how; [`GpuSession::matmul`] runs it;
+//! [`verify::Reference`] checks any result against a CPU reference under an error bound that
+//! grows with K; [`run::run`] is the whole experiment of numba's matmul example, with a
+//! [`report::Report`] of where the time went.
+//!
+//! ```no_run
+//! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Problem};
+//! use tilemm::verify::{Reference, ReferenceKind};
+//!
+//! let problem = Problem::new(1000, 777, 513)?;
+//! let (a, b) = inputs::random_operands(&problem, 0);
+//! let gpu = GpuSession::open(Backend::Wgpu, None)?;
+//! let run = gpu.matmul(&problem, &Plan::new(Kernel::Tiled, 16)?, &a, &b)?;
+//! let check = Reference::compute(&problem, &a, &b, ReferenceKind::F64)?.check(&run.c);
+//! assert!(check.pass);
+//! # Ok::<(), tilemm::Error>(())
+//! ```
+
+pub mod backend;
+pub mod cpu;
+pub mod device;
+mod error;
+pub mod gpu;
+pub mod inputs;
+mod kernels;
+pub mod plan;
+pub mod problem;
+pub mod report;
+pub mod run;
+pub mod verify;
+
+pub use backend::{Backend, GpuSession};
+pub use device::{DeviceInfo, DeviceKind, DeviceLimits};
+pub use error::{Error, Result};
+pub use plan::{Kernel, Plan};
+pub use problem::{DType, Layout, Problem};
