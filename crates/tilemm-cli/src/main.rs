@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tilemm::backend::{install_hint, list_devices};
+use tilemm::backend::{install_hint, list_devices, open_device};
+use tilemm::bench;
 use tilemm::plan::{format_bytes, DEFAULT_TPB};
-use tilemm::run::{RunOptions, Runner};
+use tilemm::run::{check_host_memory, RunOptions, Runner};
+use tilemm::verify::Reference;
 use tilemm::{inputs, Backend, Kernel, Plan, Problem};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
@@ -21,6 +23,8 @@ struct Cli {
 enum Command {
     /// Multiply on a GPU twice (1st run includes JIT compilation), on the CPU, and verify.
     Run(RunArgs),
+    /// Measure kernels and the CPU path the same way: warm-up, repeated runs, median, checked.
+    Bench(BenchArgs),
     /// List the devices tilemm can run on, with the limits that matter for GEMM.
     Devices {
         /// Print one JSON object instead of a table.
@@ -69,6 +73,53 @@ struct RunArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct BenchArgs {
+    /// Kernels to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "naive,tiled")]
+    kernels: Vec<Kernel>,
+    /// Tile sizes to measure, comma-separated (8, 16, 32).
+    #[arg(long, value_delimiter = ',', default_value = "16")]
+    tpb: Vec<u32>,
+    /// Problem sizes, comma-separated: N for N×N×N, or MxKxN.
+    #[arg(long, value_delimiter = ',', default_value = "512,1024")]
+    sizes: Vec<Size>,
+    /// Timed runs per measurement (after one warm-up run).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    repeat: u16,
+    /// Backend: wgpu, cuda or cpu (CPU only). Default: the best GPU found.
+    #[arg(long)]
+    backend: Option<Backend>,
+    /// Device index within the backend (see `tilemm devices`).
+    #[arg(long)]
+    device: Option<usize>,
+    /// Print the measurements as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A problem size on the command line: `N` (square) or `MxKxN`.
+#[derive(Clone, Copy)]
+struct Size(usize, usize, usize);
+
+impl std::str::FromStr for Size {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = s.split(['x', 'X', '×']).collect();
+        let parse = |p: &str| {
+            p.trim()
+                .parse::<usize>()
+                .map_err(|e| format!("size '{s}': {e} (write N or MxKxN)"))
+        };
+        match parts.as_slice() {
+            [n] => parse(n).map(|n| Size(n, n, n)),
+            [m, k, n] => Ok(Size(parse(m)?, parse(k)?, parse(n)?)),
+            _ => Err(format!("size '{s}': write N or MxKxN")),
+        }
+    }
+}
+
 /// Exit codes: 0 verified, 1 the result failed verification, 2 the request could not be run.
 const EXIT_FAIL: u8 = 1;
 const EXIT_ERROR: u8 = 2;
@@ -94,6 +145,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Bench(args) => bench_command(args),
         Command::Devices { json } => devices_command(json),
     };
     match result {
@@ -139,6 +191,98 @@ fn run_command(args: RunArgs) -> tilemm::Result<ExitCode> {
         println!("{}", outcome.report);
     }
     Ok(if outcome.report.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAIL)
+    })
+}
+
+fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
+    let mut plans = Vec::new();
+    for &kernel in &args.kernels {
+        for &tpb in &args.tpb {
+            plans.push(Plan::new(kernel, tpb)?);
+        }
+    }
+    let problems = args
+        .sizes
+        .iter()
+        .map(|&Size(m, k, n)| Problem::new(m, k, n))
+        .collect::<tilemm::Result<Vec<_>>>()?;
+    let mut notes = Vec::new();
+    let gpu = open_device(args.backend, args.device, &mut notes)?;
+    // Refuse every impossible size before measuring anything.
+    for problem in &problems {
+        if let Some(gpu) = &gpu {
+            for plan in &plans {
+                plan.check(problem, &gpu.info().limits, &gpu.info().name)?;
+            }
+        }
+        check_host_memory(problem, 1)?;
+    }
+    if !args.json {
+        for note in &notes {
+            println!("note: {note}");
+        }
+        match &gpu {
+            Some(g) => println!(
+                "device: {} ({}, {} via {})",
+                g.info().name,
+                g.info().kind.name(),
+                g.info().api,
+                g.backend()
+            ),
+            None => println!("device: CPU only"),
+        }
+        println!(
+            "{:<16} {:<34} {:>11} {:>11} {:>10}  {:<18} check",
+            "size", "implementation", "median ms", "min ms", "GFLOPS", "timing"
+        );
+    }
+    let repeat = usize::from(args.repeat);
+    let mut all = Vec::new();
+    for problem in &problems {
+        let kind = check_host_memory(problem, 1)?;
+        let (a, b) = inputs::random_operands(problem, 0);
+        let reference = Reference::compute(problem, &a, &b, kind)?;
+        let mut rows = Vec::new();
+        if let Some(gpu) = &gpu {
+            for plan in &plans {
+                rows.push(bench::gpu_kernel(
+                    gpu, problem, plan, &a, &b, &reference, repeat,
+                )?);
+            }
+        }
+        rows.push(bench::cpu_gemm(problem, &a, &b, &reference, repeat)?);
+        for m in &rows {
+            if !args.json {
+                println!(
+                    "{:<16} {:<34} {:>11.3} {:>11.3} {:>10.2}  {:<18} {}",
+                    format!("{}×{}×{}", problem.m, problem.k, problem.n),
+                    m.implementation,
+                    m.median_ms,
+                    m.min_ms,
+                    m.gflops,
+                    m.timing,
+                    if m.verified { "PASS" } else { "FAIL" }
+                );
+            }
+        }
+        all.extend(rows);
+    }
+    if args.json {
+        let object = serde_json::json!({
+            "device": gpu.as_ref().map(|g| g.info()),
+            "backend": gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
+            "notes": notes,
+            "measurements": all,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&object).expect("measurements serialize")
+        );
+    }
+    Ok(if all.iter().all(|m| m.verified) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAIL)

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod backend;
+pub mod bench;
 pub mod cpu;
 pub mod device;
 mod error;

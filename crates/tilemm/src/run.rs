@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{install_hint, Backend, GpuSession};
+use crate::backend::{open_device, Backend, GpuSession};
 use crate::cpu;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -30,35 +30,28 @@ pub struct Outcome {
     pub c: Vec<f32>,
 }
 
-/// Opens the device `options` ask for; `Ok(None)` means the CPU alone, with a note saying why.
-fn open_device(options: &RunOptions, notes: &mut Vec<String>) -> Result<Option<GpuSession>> {
-    match options.backend {
-        Some(Backend::Cpu) => Ok(None),
-        Some(backend) => GpuSession::open(backend, options.device).map(Some),
-        None => {
-            let mut reasons = Vec::new();
-            for backend in [Backend::Cuda, Backend::Wgpu]
-                .into_iter()
-                .filter(|b| b.is_built())
-            {
-                match GpuSession::open(backend, options.device) {
-                    Ok(session) => return Ok(Some(session)),
-                    Err(Error::NoDevice(reason)) => reasons.push(reason),
-                    Err(other) => return Err(other),
-                }
-            }
-            notes.push(format!(
-                "no GPU device found, so only the CPU path runs ({}); {}",
-                reasons.join("; "),
-                install_hint()
-            ));
-            Ok(None)
-        }
-    }
-}
-
 fn gflops(problem: &Problem, time: Duration) -> f64 {
     problem.flops() / time.as_secs_f64().max(1e-12) / 1e9
+}
+
+/// Checks that the host can hold `problem`'s A and B, C from `gpu_runs` GPU runs and one CPU
+/// run, and a reference; returns the reference kind that fits.
+pub fn check_host_memory(problem: &Problem, gpu_runs: u64) -> Result<ReferenceKind> {
+    let available = cpu::available_memory();
+    let reference_kind = verify::reference_kind_for(problem, available);
+    let [a_bytes, b_bytes, c_bytes] = problem.operand_bytes().map(|b| b as u64);
+    let reference_bytes = match reference_kind {
+        ReferenceKind::F64 => verify::f64_reference_bytes(problem),
+        ReferenceKind::F32 => verify::f32_reference_bytes(problem),
+    };
+    let needed = a_bytes + b_bytes + (gpu_runs + 1) * c_bytes + reference_bytes;
+    match available {
+        Some(available) if needed > available => Err(Error::HostMemory {
+            needed_gib: needed as f64 / f64::from(1 << 30),
+            available_gib: available as f64 / f64::from(1 << 30),
+        }),
+        _ => Ok(reference_kind),
+    }
 }
 
 /// The experiment, prepared: device open, plan and memory checked, before any input exists.
@@ -75,30 +68,13 @@ impl Runner {
     /// impossible request fails here with a message instead of after allocating its inputs.
     pub fn new(problem: &Problem, options: &RunOptions) -> Result<Self> {
         let mut notes = Vec::new();
-        let gpu = open_device(options, &mut notes)?;
+        let gpu = open_device(options.backend, options.device, &mut notes)?;
         if let Some(gpu) = &gpu {
             options
                 .plan
                 .check(problem, &gpu.info().limits, &gpu.info().name)?;
         }
-        let available = cpu::available_memory();
-        let reference_kind = verify::reference_kind_for(problem, available);
-        let [a_bytes, b_bytes, c_bytes] = problem.operand_bytes().map(|b| b as u64);
-        let reference_bytes = match reference_kind {
-            ReferenceKind::F64 => verify::f64_reference_bytes(problem),
-            ReferenceKind::F32 => verify::f32_reference_bytes(problem),
-        };
-        // A and B, C from each GPU run and from the CPU, and the reference.
-        let runs = if gpu.is_some() { 3 } else { 1 };
-        let needed = a_bytes + b_bytes + runs * c_bytes + reference_bytes;
-        if let Some(available) = available {
-            if needed > available {
-                return Err(Error::HostMemory {
-                    needed_gib: needed as f64 / f64::from(1 << 30),
-                    available_gib: available as f64 / f64::from(1 << 30),
-                });
-            }
-        }
+        let reference_kind = check_host_memory(problem, if gpu.is_some() { 2 } else { 0 })?;
         Ok(Runner {
             problem: *problem,
             plan: options.plan,

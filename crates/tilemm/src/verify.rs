@@ -176,7 +176,8 @@ impl Reference {
             // A NaN error (a NaN where a number belongs) fails: `!(err <= bound)`. An exact
             // match passes even where the bound is NaN (NaN or infinite inputs).
             let ratio = if err == 0.0 { 0.0 } else { err / bound };
-            if err != 0.0 && !(err <= bound) {
+            let within = err == 0.0 || err <= bound;
+            if !within {
                 v.failures += 1;
                 let severity = if ratio.is_nan() { f64::INFINITY } else { ratio };
                 if v.first_failure.is_none() || severity > worst_failure {

@@ -36,7 +36,9 @@ const SHAPES: [(usize, usize, usize); 11] = [
 ];
 
 fn integer_matrix(len: usize, rng: &mut StdRng) -> Vec<f32> {
-    (0..len).map(|_| rng.random_range(-8i32..=8) as f32).collect()
+    (0..len)
+        .map(|_| rng.random_range(-8i32..=8) as f32)
+        .collect()
 }
 
 /// The exact product of integer matrices, in i64: independent of every float code path.
@@ -68,7 +70,12 @@ fn integer_inputs_give_the_exact_product() {
                 let run = gpu().matmul(&p, &plan, &a, &b).unwrap();
                 let expected = exact_product(&p, &a, &b);
                 let wrong = run.c.iter().zip(&expected).filter(|(x, y)| x != y).count();
-                assert_eq!(wrong, 0, "{plan} on {m}×{k}×{n}: {wrong} of {} entries differ", p.c_len());
+                assert_eq!(
+                    wrong,
+                    0,
+                    "{plan} on {m}×{k}×{n}: {wrong} of {} entries differ",
+                    p.c_len()
+                );
             }
         }
     }
@@ -110,7 +117,9 @@ fn every_unit_of_the_grid_writes_only_inside_c() {
     let expected = exact_product(&p, &a, &b);
     for kernel in Kernel::ALL {
         for tpb in SUPPORTED_TPB {
-            let run = gpu().matmul(&p, &Plan::new(kernel, tpb).unwrap(), &a, &b).unwrap();
+            let run = gpu()
+                .matmul(&p, &Plan::new(kernel, tpb).unwrap(), &a, &b)
+                .unwrap();
             assert_eq!(run.c, expected, "{kernel}, TPB={tpb}");
         }
     }
@@ -132,9 +141,18 @@ fn timings_are_reported_and_ordered() {
 fn operands_of_the_wrong_length_are_refused() {
     let p = Problem::new(4, 4, 4).unwrap();
     let err = gpu()
-        .matmul(&p, &Plan::new(Kernel::Naive, 8).unwrap(), &[0.0; 15], &[0.0; 16])
+        .matmul(
+            &p,
+            &Plan::new(Kernel::Naive, 8).unwrap(),
+            &[0.0; 15],
+            &[0.0; 16],
+        )
         .unwrap_err();
-    assert!(err.to_string().contains("A holds 15 elements but the problem needs 16"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("A holds 15 elements but the problem needs 16"),
+        "{err}"
+    );
 }
 
 #[test]

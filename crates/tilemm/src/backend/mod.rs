@@ -153,6 +153,37 @@ pub fn list_devices(backend: Backend) -> Vec<DeviceInfo> {
     }
 }
 
+/// Opens `backend` (device `index`, or its best), or with `None` the best GPU of any backend
+/// built. `Ok(None)` means the CPU alone: asked for, or no GPU found, with a note saying why.
+pub fn open_device(
+    backend: Option<Backend>,
+    index: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Result<Option<GpuSession>> {
+    match backend {
+        Some(Backend::Cpu) => Ok(None),
+        Some(backend) => GpuSession::open(backend, index).map(Some),
+        None => {
+            let mut reasons = Vec::new();
+            for backend in [Backend::Cuda, Backend::Wgpu]
+                .into_iter()
+                .filter(|b| b.is_built())
+            {
+                match GpuSession::open(backend, index) {
+                    Ok(session) => return Ok(Some(session)),
+                    Err(Error::NoDevice(reason)) => reasons.push(reason),
+                    Err(other) => return Err(other),
+                }
+            }
+            notes.push(format!(
+                "no GPU device found, so only the CPU path runs ({})",
+                reasons.join("; ")
+            ));
+            Ok(None)
+        }
+    }
+}
+
 /// What to install so that some GPU backend of this build finds a device.
 pub fn install_hint() -> String {
     let mut hints = Vec::new();

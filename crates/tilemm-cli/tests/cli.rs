@@ -1,0 +1,351 @@
+//! The `tilemm` binary as a user meets it: reports, files, exit codes and one-line errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use tilemm::inputs::{read_matrix, write_matrix};
+
+fn tilemm(args: &[&str]) -> Output {
+    let runtime_dir = std::env::temp_dir();
+    Command::new(env!("CARGO_BIN_EXE_tilemm"))
+        .args(args)
+        // Silences libwayland's "XDG_RUNTIME_DIR is invalid" notice, which the Vulkan loader
+        // triggers on headless machines, so stderr holds only tilemm's own words.
+        .env("XDG_RUNTIME_DIR", runtime_dir)
+        .output()
+        .expect("the tilemm binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The request is refused with exit code 2 and one line naming the problem, never a panic.
+fn assert_refused(args: &[&str], expected: &[&str]) {
+    let out = tilemm(args);
+    let err = stderr(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: stderr {err:?}, stdout {:?}",
+        stdout(&out)
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err:?}"
+    );
+    assert!(err.starts_with("tilemm: error"), "{args:?}: {err:?}");
+    for word in expected {
+        assert!(
+            err.contains(word),
+            "{args:?}: {err:?} does not mention {word:?}"
+        );
+    }
+    assert!(
+        stdout(&out).is_empty(),
+        "{args:?} printed a report: {}",
+        stdout(&out)
+    );
+}
+
+fn write(path: &Path, rows: usize, cols: usize, data: &[f32]) {
+    write_matrix(path, rows, cols, data).unwrap();
+}
+
+#[test]
+fn run_prints_the_full_report_and_passes_for_both_kernels() {
+    for kernel in ["tiled", "naive"] {
+        let out = tilemm(&[
+            "run", "--kernel", kernel, "-m", "100", "-k", "77", "-n", "51",
+        ]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kernel}: {text}{}",
+            stderr(&out)
+        );
+        for line in [
+            "C[100×51] = A[100×77] · B[77×51], f32",
+            "device      #",
+            &format!("kernel      {kernel}, TPB=16: grid 4×7×1, block 16×16×1"),
+            "1st GPU",
+            "JIT compile",
+            "2nd GPU",
+            "CPU ",
+            "f64 reference",
+            "bound       |c − ref| ≤",
+            "result      PASS",
+        ] {
+            assert!(text.contains(line), "{kernel}: missing {line:?} in\n{text}");
+        }
+    }
+}
+
+#[test]
+fn json_report_carries_the_same_facts() {
+    let out = tilemm(&[
+        "run", "--json", "--tpb", "8", "-m", "9", "-k", "10", "-n", "11",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    assert_eq!(v["pass"], true);
+    assert_eq!(v["problem"]["k"], 10);
+    assert_eq!(v["kernel"]["plan"]["tpb"], 8);
+    assert_eq!(v["kernel"]["launch"]["grid"], serde_json::json!([2, 2, 1]));
+    assert_eq!(v["verification"]["reference"], "f64");
+    assert!(v["second_run"]["kernel_ms"].as_f64().unwrap() > 0.0);
+    assert!(v["first_run"]["total_ms"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn npy_inputs_give_the_product_in_the_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, k, n) = (13, 29, 7);
+    // Small integers: the product is exact in f32, so C must equal it bit for bit.
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i * 3) % 13) as f32 - 6.0).collect();
+    write(&dir.path().join("A.npy"), m, k, &a);
+    write(&dir.path().join("B.npy"), k, n, &b);
+    let c_path = dir.path().join("C.npy");
+    let out = tilemm(&[
+        "run",
+        "--a",
+        dir.path().join("A.npy").to_str().unwrap(),
+        "--b",
+        dir.path().join("B.npy").to_str().unwrap(),
+        "--out",
+        c_path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let (shape, c) = read_matrix(&c_path).unwrap();
+    assert_eq!(shape, (m, n));
+    for i in 0..m {
+        for j in 0..n {
+            let exact: f32 = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+            assert_eq!(c[i * n + j], exact, "C[{i},{j}]");
+        }
+    }
+}
+
+#[test]
+fn cpu_backend_runs_without_a_gpu() {
+    let out = tilemm(&[
+        "run",
+        "--backend",
+        "cpu",
+        "-m",
+        "64",
+        "-k",
+        "64",
+        "-n",
+        "64",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("device      CPU only"), "{text}");
+    assert!(!text.contains("1st GPU"), "{text}");
+    assert!(text.contains("result      PASS"), "{text}");
+}
+
+#[test]
+fn devices_lists_the_adapter_and_its_limits() {
+    let out = tilemm(&["devices"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text.contains("wgpu #0"), "{text}");
+    for limit in [
+        "shared per block",
+        "threads per block",
+        "largest binding",
+        "largest buffer",
+    ] {
+        assert!(text.contains(limit), "{text}");
+    }
+    let out = tilemm(&["devices", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let devices = &v["backends"][0]["devices"];
+    assert!(
+        devices[0]["limits"]["max_binding_bytes"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+}
+
+#[test]
+fn zero_and_absurd_sizes_are_refused() {
+    assert_refused(
+        &["run", "-m", "0", "-k", "4", "-n", "4"],
+        &["dimension m is 0"],
+    );
+    assert_refused(&["run", "-n", "0"], &["dimension n is 0"]);
+    assert_refused(&["run", "-m", "-3"], &["'-3'"]);
+    assert_refused(&["run", "-m", "99999999999999999999999"], &["too large"]);
+    // Fits no device binding (or, on the CPU, no host memory) and must say so before
+    // allocating anything.
+    assert_refused(
+        &["run", "-m", "100000", "-k", "100000", "-n", "100000"],
+        &["needs"],
+    );
+    assert_refused(
+        &[
+            "run",
+            "--backend",
+            "cpu",
+            "-m",
+            "1000000",
+            "-k",
+            "1000000",
+            "-n",
+            "1000000",
+        ],
+        &["host memory"],
+    );
+}
+
+#[test]
+fn a_matrix_over_the_binding_limit_is_refused_with_the_limit() {
+    // 8192×4100 f32 is 128.1 MiB, just over lavapipe's (and WebGPU's default) 128 MiB binding.
+    let devices: serde_json::Value =
+        serde_json::from_str(&stdout(&tilemm(&["devices", "--json"]))).unwrap();
+    let limit = devices["backends"][0]["devices"][0]["limits"]["max_binding_bytes"]
+        .as_u64()
+        .expect("a wgpu device");
+    let rows = (limit / 4 / 4100 + 1).to_string();
+    assert_refused(
+        &[
+            "run",
+            "--backend",
+            "wgpu",
+            "-m",
+            &rows,
+            "-k",
+            "4100",
+            "-n",
+            "1",
+        ],
+        &["matrix A", "allows at most", &limit.to_string()],
+    );
+}
+
+#[test]
+fn bad_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("A.npy");
+    let b = dir.path().join("B.npy");
+    write(&a, 3, 4, &[1.0; 12]);
+    write(&b, 5, 2, &[1.0; 10]);
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    assert_refused(
+        &["run", "--a", a_s, "--b", b_s],
+        &["don't chain", "3×4", "5×2"],
+    );
+
+    let missing = dir.path().join("missing.npy");
+    assert_refused(
+        &["run", "--a", missing.to_str().unwrap(), "--b", b_s],
+        &["missing.npy", "No such file"],
+    );
+
+    let text = dir.path().join("text.npy");
+    std::fs::write(&text, "not a matrix").unwrap();
+    assert_refused(
+        &["run", "--a", text.to_str().unwrap(), "--b", b_s],
+        &["text.npy"],
+    );
+
+    let f64_file = dir.path().join("f64.npy");
+    // A minimal .npy header for a 2×2 float64 array, followed by its 32 bytes.
+    let header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{header:<117}\n");
+    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(padded.as_bytes());
+    bytes.extend_from_slice(&[0u8; 32]);
+    std::fs::write(&f64_file, bytes).unwrap();
+    assert_refused(
+        &["run", "--a", f64_file.to_str().unwrap(), "--b", b_s],
+        &["float32"],
+    );
+
+    assert_refused(&["run", "--a", a_s], &["--b"]);
+    assert_refused(&["run", "--a", a_s, "--b", b_s, "-m", "4"], &["-m"]);
+}
+
+#[test]
+fn unknown_kernels_tiles_and_backends_are_refused() {
+    assert_refused(
+        &["run", "--kernel", "fastest"],
+        &["unknown kernel 'fastest'", "naive, tiled"],
+    );
+    assert_refused(&["run", "--tpb", "12"], &["TPB=12", "8, 16 or 32"]);
+    assert_refused(
+        &["run", "--backend", "opencl"],
+        &["unknown backend 'opencl'"],
+    );
+    assert_refused(&["run", "--device", "99"], &["no device #99"]);
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_in_a_build_without_it_is_refused() {
+    assert_refused(
+        &["run", "--backend", "cuda"],
+        &["without the cuda backend", "--features cuda"],
+    );
+}
+
+#[test]
+fn bad_output_path_is_refused() {
+    let out = tilemm(&[
+        "run",
+        "-m",
+        "4",
+        "-k",
+        "4",
+        "-n",
+        "4",
+        "--out",
+        "/nonexistent-dir/C.npy",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot write /nonexistent-dir/C.npy"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
+    let out = tilemm(&["bench", "--sizes", "33x17x9", "--repeat", "2", "--tpb", "8,16"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    for row in ["naive, TPB=8", "naive, TPB=16", "tiled, TPB=8", "tiled, TPB=16", "cpu (gemm"] {
+        let line = text.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("{row}: {text}"));
+        assert!(line.starts_with("33×17×9") && line.ends_with("PASS"), "{line}");
+    }
+    let out = tilemm(&["bench", "--json", "--sizes", "8", "--repeat", "3", "--kernels", "tiled"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let measurements = v["measurements"].as_array().unwrap();
+    assert_eq!(measurements.len(), 2, "{v}");
+    assert_eq!(measurements[0]["samples_ms"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn bench_refuses_bad_sizes_before_measuring() {
+    assert_refused(&["bench", "--sizes", "64,0"], &["dimension m is 0"]);
+    assert_refused(&["bench", "--sizes", "4x4"], &["size '4x4'"]);
+    assert_refused(&["bench", "--repeat", "0"], &["--repeat"]);
+}

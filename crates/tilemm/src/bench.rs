@@ -1,0 +1,142 @@
+//! One runner that measures every implementation the same way: a warm-up run (JIT compile,
+//! thread-pool start), then repeated timed runs, a median, and a check of the result, so that
+//! no figure is reported for a wrong answer.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::backend::GpuSession;
+use crate::cpu;
+use crate::error::Result;
+use crate::plan::Plan;
+use crate::problem::Problem;
+use crate::verify::Reference;
+
+/// The timings of one implementation on one problem.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measurement {
+    /// What ran, e.g. "tiled, TPB=16" or "cpu (gemm 0.19)".
+    pub implementation: String,
+    /// The product.
+    pub problem: Problem,
+    /// How the times were taken: "device timestamps", "host clock".
+    pub timing: &'static str,
+    /// Each timed run, in milliseconds.
+    pub samples_ms: Vec<f64>,
+    /// Median of the samples.
+    pub median_ms: f64,
+    /// Fastest sample.
+    pub min_ms: f64,
+    /// GFLOPS at the median.
+    pub gflops: f64,
+    /// Whether the result met the verification bound.
+    pub verified: bool,
+}
+
+fn measurement(
+    implementation: String,
+    problem: &Problem,
+    timing: &'static str,
+    samples_ms: Vec<f64>,
+    verified: bool,
+) -> Measurement {
+    let mut sorted = samples_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median_ms = if sorted.len() % 2 == 1 {
+        sorted[sorted.len() / 2]
+    } else {
+        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
+    };
+    Measurement {
+        implementation,
+        problem: *problem,
+        timing,
+        min_ms: sorted[0],
+        gflops: problem.flops() / (median_ms * 1e-3) / 1e9,
+        median_ms,
+        samples_ms,
+        verified,
+    }
+}
+
+/// Times the kernel of `plan` (kernel time alone) `repeat` times after one warm-up run.
+pub fn gpu_kernel(
+    gpu: &GpuSession,
+    problem: &Problem,
+    plan: &Plan,
+    a: &[f32],
+    b: &[f32],
+    reference: &Reference,
+    repeat: usize,
+) -> Result<Measurement> {
+    let warm = gpu.matmul(problem, plan, a, b)?;
+    let verified = reference.check(&warm.c).pass;
+    let mut samples = Vec::with_capacity(repeat);
+    for _ in 0..repeat.max(1) {
+        samples.push(gpu.matmul(problem, plan, a, b)?.kernel.as_secs_f64() * 1e3);
+    }
+    let timing = if gpu.has_device_timestamps() {
+        "device timestamps"
+    } else {
+        "host clock"
+    };
+    Ok(measurement(
+        plan.to_string(),
+        problem,
+        timing,
+        samples,
+        verified,
+    ))
+}
+
+/// Times the CPU path `repeat` times after one warm-up run.
+pub fn cpu_gemm(
+    problem: &Problem,
+    a: &[f32],
+    b: &[f32],
+    reference: &Reference,
+    repeat: usize,
+) -> Result<Measurement> {
+    let verified = reference.check(&cpu::matmul(problem, a, b)?).pass;
+    let mut samples = Vec::with_capacity(repeat);
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        let c = cpu::matmul(problem, a, b)?;
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+        drop(c);
+    }
+    Ok(measurement(
+        format!("cpu ({}, {} threads)", cpu::CPU_GEMM, cpu::threads()),
+        problem,
+        "host clock",
+        samples,
+        verified,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::random_operands;
+    use crate::verify::ReferenceKind;
+
+    #[test]
+    fn cpu_measurement_has_a_median_and_is_verified() {
+        let p = Problem::new(64, 48, 32).unwrap();
+        let (a, b) = random_operands(&p, 3);
+        let r = Reference::compute(&p, &a, &b, ReferenceKind::F64).unwrap();
+        let m = cpu_gemm(&p, &a, &b, &r, 3).unwrap();
+        assert_eq!(m.samples_ms.len(), 3);
+        assert!(m.min_ms <= m.median_ms && m.median_ms > 0.0);
+        assert!(m.verified);
+    }
+
+    #[test]
+    fn median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        let p = Problem::new(1, 1, 1).unwrap();
+        let m = measurement("x".into(), &p, "host clock", vec![4.0, 1.0, 3.0, 2.0], true);
+        assert_eq!(m.median_ms, 2.5);
+        assert_eq!(m.min_ms, 1.0);
+    }
+}
