@@ -329,14 +329,37 @@ fn bad_output_path_is_refused() {
 
 #[test]
 fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
-    let out = tilemm(&["bench", "--sizes", "33x17x9", "--repeat", "2", "--tpb", "8,16"]);
+    let out = tilemm(&[
+        "bench", "--sizes", "33x17x9", "--repeat", "2", "--tpb", "8,16",
+    ]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    for row in ["naive, TPB=8", "naive, TPB=16", "tiled, TPB=8", "tiled, TPB=16", "cpu (gemm"] {
-        let line = text.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("{row}: {text}"));
-        assert!(line.starts_with("33×17×9") && line.ends_with("PASS"), "{line}");
+    for row in [
+        "naive, TPB=8",
+        "naive, TPB=16",
+        "tiled, TPB=8",
+        "tiled, TPB=16",
+        "cpu (gemm",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(row))
+            .unwrap_or_else(|| panic!("{row}: {text}"));
+        assert!(
+            line.starts_with("33×17×9") && line.ends_with("PASS"),
+            "{line}"
+        );
     }
-    let out = tilemm(&["bench", "--json", "--sizes", "8", "--repeat", "3", "--kernels", "tiled"]);
+    let out = tilemm(&[
+        "bench",
+        "--json",
+        "--sizes",
+        "8",
+        "--repeat",
+        "3",
+        "--kernels",
+        "tiled",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let measurements = v["measurements"].as_array().unwrap();
     assert_eq!(measurements.len(), 2, "{v}");

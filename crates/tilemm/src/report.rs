@@ -36,7 +36,10 @@ pub struct FirstRun {
     /// The kernel alone, as timed on the device.
     #[serde(rename = "kernel_ms", serialize_with = "ms")]
     pub kernel: Duration,
-    /// JIT compilation, estimated as this launch's time less the second run's.
+    /// JIT compilation, estimated as this launch's time less the second's (which reuses the
+    /// compiled kernel). It counts compilation wherever it happens: in CubeCL on the host, or in
+    /// a driver that compiles at first dispatch (lavapipe does, inside the kernel's timestamps).
+    /// Its noise is the kernel's run-to-run variation.
     #[serde(rename = "compile_ms", serialize_with = "ms")]
     pub compile_estimate: Duration,
     /// C back to the host.
@@ -124,7 +127,7 @@ impl fmt::Display for Report {
         match &self.device {
             Some(d) => writeln!(
                 f,
-                "device      #{} {} ({}, {} via {}{})",
+                "device      #{} {}: {}, {} via {}{}",
                 d.index,
                 d.name,
                 d.kind.name(),
@@ -133,7 +136,7 @@ impl fmt::Display for Report {
                 if d.driver.is_empty() {
                     String::new()
                 } else {
-                    format!(", {}", d.driver)
+                    format!(", driver {}", d.driver)
                 }
             )?,
             None => writeln!(f, "device      CPU only ({} threads)", self.cpu.threads)?,
@@ -159,9 +162,9 @@ impl fmt::Display for Report {
             )?;
             writeln!(
                 f,
-                "            JIT compile ≈ {} (1st launch − 2nd launch); kernel {} (1st run)",
+                "            JIT compile ≈ {} (1st launch − 2nd launch); 1st kernel {} on the device",
                 msf(r.compile_estimate),
-                msf(r.kernel)
+                msf(r.kernel),
             )?;
         }
         if let Some(r) = &self.second_run {
