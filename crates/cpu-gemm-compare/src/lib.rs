@@ -1,0 +1,1 @@
+//! Nothing to build: see `benches/cpu_gemm.rs`.
