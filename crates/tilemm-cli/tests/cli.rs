@@ -6,9 +6,14 @@ use std::process::{Command, Output};
 use tilemm::inputs::{read_matrix, write_matrix};
 
 fn tilemm(args: &[&str]) -> Output {
+    tilemm_with_env(args, &[])
+}
+
+fn tilemm_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let runtime_dir = std::env::temp_dir();
     Command::new(env!("CARGO_BIN_EXE_tilemm"))
         .args(args)
+        .envs(env.iter().copied())
         // Silences libwayland's "XDG_RUNTIME_DIR is invalid" notice, which the Vulkan loader
         // triggers on headless machines, so stderr holds only tilemm's own words.
         .env("XDG_RUNTIME_DIR", runtime_dir)
@@ -371,4 +376,27 @@ fn bench_refuses_bad_sizes_before_measuring() {
     assert_refused(&["bench", "--sizes", "64,0"], &["dimension m is 0"]);
     assert_refused(&["bench", "--sizes", "4x4"], &["size '4x4'"]);
     assert_refused(&["bench", "--repeat", "0"], &["--repeat"]);
+}
+
+#[test]
+fn without_any_adapter_run_says_so_and_still_verifies_the_cpu_path() {
+    // Pointing the Vulkan loader at no driver is what a machine without one looks like.
+    let no_vulkan = [("VK_ICD_FILENAMES", "/nonexistent/icd.json")];
+    let out = tilemm_with_env(&["run", "-m", "32", "-k", "48", "-n", "16"], &no_vulkan);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("no GPU device found"), "{text}");
+    assert!(text.contains("mesa-vulkan-drivers"), "{text}");
+    assert!(text.contains("device      CPU only"), "{text}");
+    assert!(text.contains("result      PASS"), "{text}");
+
+    let out = tilemm_with_env(&["run", "--backend", "wgpu"], &no_vulkan);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no Vulkan, Metal or DX12 adapter found")
+            && err.contains("mesa-vulkan-drivers"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
