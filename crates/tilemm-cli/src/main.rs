@@ -120,6 +120,15 @@ impl std::str::FromStr for Size {
     }
 }
 
+/// Prints a line to stdout. A closed stdout (`tilemm devices | head -1`) is not an error worth
+/// a panic: the line is dropped.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// Exit codes: 0 verified, 1 the result failed verification, 2 the request could not be run.
 const EXIT_FAIL: u8 = 1;
 const EXIT_ERROR: u8 = 2;
@@ -183,12 +192,12 @@ fn run_command(args: RunArgs) -> tilemm::Result<ExitCode> {
         inputs::write_result(path, &problem, &outcome.c)?;
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&outcome.report).expect("reports serialize")
         );
     } else {
-        println!("{}", outcome.report);
+        say!("{}", outcome.report);
     }
     Ok(if outcome.report.pass {
         ExitCode::SUCCESS
@@ -222,21 +231,26 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
     }
     if !args.json {
         for note in &notes {
-            println!("note: {note}");
+            say!("note: {note}");
         }
         match &gpu {
-            Some(g) => println!(
+            Some(g) => say!(
                 "device: {} ({}, {} via {})",
                 g.info().name,
                 g.info().kind.name(),
                 g.info().api,
                 g.backend()
             ),
-            None => println!("device: CPU only"),
+            None => say!("device: CPU only"),
         }
-        println!(
+        say!(
             "{:<16} {:<34} {:>11} {:>11} {:>10}  {:<18} check",
-            "size", "implementation", "median ms", "min ms", "GFLOPS", "timing"
+            "size",
+            "implementation",
+            "median ms",
+            "min ms",
+            "GFLOPS",
+            "timing"
         );
     }
     let repeat = usize::from(args.repeat);
@@ -256,7 +270,7 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
         rows.push(bench::cpu_gemm(problem, &a, &b, &reference, repeat)?);
         for m in &rows {
             if !args.json {
-                println!(
+                say!(
                     "{:<16} {:<34} {:>11.3} {:>11.3} {:>10.2}  {:<18} {}",
                     format!("{}×{}×{}", problem.m, problem.k, problem.n),
                     m.implementation,
@@ -277,7 +291,7 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
             "notes": notes,
             "measurements": all,
         });
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&object).expect("measurements serialize")
         );
@@ -303,7 +317,7 @@ fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
             })).collect::<Vec<_>>(),
             "cpu": { "implementation": tilemm::cpu::CPU_GEMM, "threads": tilemm::cpu::threads() },
         });
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&object).expect("devices serialize")
         );
@@ -311,12 +325,12 @@ fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
     }
     for (backend, devices) in &found {
         if devices.is_empty() {
-            println!("{backend}: no device found");
+            say!("{backend}: no device found");
             continue;
         }
         for d in devices {
             let l = &d.limits;
-            println!(
+            say!(
                 "{backend} #{}: {} ({}, {})",
                 d.index,
                 d.name,
@@ -324,35 +338,38 @@ fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
                 d.api
             );
             if !d.driver.is_empty() {
-                println!("    driver               {}", d.driver);
+                say!("    driver               {}", d.driver);
             }
-            println!(
+            say!(
                 "    shared per block     {}",
                 format_bytes(l.max_shared_bytes as u64)
             );
-            println!(
+            say!(
                 "    threads per block    {} (x ≤ {}, y ≤ {}, z ≤ {})",
-                l.max_units_per_cube, l.max_cube_dim[0], l.max_cube_dim[1], l.max_cube_dim[2]
+                l.max_units_per_cube,
+                l.max_cube_dim[0],
+                l.max_cube_dim[1],
+                l.max_cube_dim[2]
             );
-            println!("    blocks per dimension {}", l.max_cube_count[0]);
-            println!(
+            say!("    blocks per dimension {}", l.max_cube_count[0]);
+            say!(
                 "    largest binding      {}",
                 format_bytes(l.max_binding_bytes)
             );
-            println!(
+            say!(
                 "    largest buffer       {}",
                 format_bytes(l.max_buffer_bytes)
             );
-            println!(
+            say!(
                 "    timestamp queries    {}",
                 if d.timestamps { "yes" } else { "no" }
             );
         }
     }
     if found.iter().all(|(_, d)| d.is_empty()) {
-        println!("no GPU device found: {}", install_hint());
+        say!("no GPU device found: {}", install_hint());
     }
-    println!(
+    say!(
         "cpu: {} on {} threads",
         tilemm::cpu::CPU_GEMM,
         tilemm::cpu::threads()

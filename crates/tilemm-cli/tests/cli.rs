@@ -400,3 +400,55 @@ fn without_any_adapter_run_says_so_and_still_verifies_the_cpu_path() {
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// Whether the NVIDIA driver library is installed (then `--backend cuda` must work, not refuse).
+#[cfg(feature = "cuda")]
+fn nvidia_driver_present() -> bool {
+    [
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/lib/wsl/lib/libcuda.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_backend_runs_or_says_the_driver_is_missing() {
+    let out = tilemm(&[
+        "run",
+        "--backend",
+        "cuda",
+        "-m",
+        "97",
+        "-k",
+        "131",
+        "-n",
+        "53",
+    ]);
+    if nvidia_driver_present() {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(stdout(&out).contains("result      PASS"));
+    } else {
+        assert_refused(
+            &["run", "--backend", "cuda"],
+            &["no NVIDIA driver found", "libcuda.so"],
+        );
+        let devices = stdout(&tilemm(&["devices"]));
+        assert!(devices.contains("cuda: no device found"), "{devices}");
+        // Without --backend, tilemm moves on to the next backend instead of failing.
+        assert_eq!(
+            tilemm(&["run", "-m", "8", "-k", "8", "-n", "8"])
+                .status
+                .code(),
+            Some(0)
+        );
+    }
+}

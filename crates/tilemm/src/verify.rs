@@ -291,4 +291,30 @@ mod tests {
         // An error of 1e-6 is beyond γ₃·(|A|·|B|) ≈ 3.6e-7.
         assert!(!r.check(&[1e-6]).pass);
     }
+
+    #[test]
+    fn the_reference_falls_back_to_f32_when_f64_copies_do_not_fit() {
+        let p = problem(1000, 1000, 1000);
+        let f64_bytes = f64_reference_bytes(&p);
+        assert_eq!(
+            reference_kind_for(&p, Some(4 * f64_bytes)),
+            ReferenceKind::F64
+        );
+        assert_eq!(reference_kind_for(&p, Some(f64_bytes)), ReferenceKind::F32);
+        assert!(f32_reference_bytes(&p) < f64_bytes / 2);
+    }
+
+    #[test]
+    fn an_f32_reference_still_catches_wrong_results() {
+        let p = problem(16, 64, 16);
+        let (a, b) = crate::inputs::random_operands(&p, 5);
+        let r = Reference::compute(&p, &a, &b, ReferenceKind::F32).unwrap();
+        let mut c = crate::cpu::matmul(&p, &a, &b).unwrap();
+        assert!(r.check(&c).pass);
+        assert!(r.check(&c).err_in_ulps.is_none());
+        c[17] += 1e-3;
+        let v = r.check(&c);
+        assert!(!v.pass);
+        assert_eq!(v.first_failure.map(|f| (f.0, f.1)), Some((1, 1)));
+    }
 }
