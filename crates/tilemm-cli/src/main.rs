@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use tilemm::backend::{install_hint, list_devices, open_device};
 use tilemm::bench;
+use tilemm::compile_check::{self, Arch, Toolchain};
+use tilemm::emit::{self, Target};
 use tilemm::plan::{format_bytes, DEFAULT_TPB};
 use tilemm::run::{check_host_memory, RunOptions, Runner};
 use tilemm::verify::Reference;
@@ -25,6 +27,22 @@ enum Command {
     Run(RunArgs),
     /// Measure kernels and the CPU path the same way: warm-up, repeated runs, median, checked.
     Bench(BenchArgs),
+    /// Print the source the JIT generates for a kernel (CUDA, HIP or WGSL), without a device.
+    Emit {
+        /// Kernel: naive or tiled.
+        #[arg(long, default_value = "tiled")]
+        kernel: Kernel,
+        /// Target language: cuda, hip or wgsl.
+        #[arg(long)]
+        target: Target,
+        /// Threads per block along each axis (8, 16, 32).
+        #[arg(long, default_value_t = DEFAULT_TPB)]
+        tpb: u32,
+    },
+    /// Compile every kernel for NVIDIA (NVRTC) and AMD (clang) targets, no GPU needed, and
+    /// report registers, spills, shared memory and occupancy. Fails on a compile error or a
+    /// spill in a kernel whose plan forbids one.
+    CompileCheck(CompileCheckArgs),
     /// List the devices tilemm can run on, with the limits that matter for GEMM.
     Devices {
         /// Print one JSON object instead of a table.
@@ -98,6 +116,33 @@ struct BenchArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct CompileCheckArgs {
+    /// Architectures, comma-separated (sm_75, sm_80, sm_86, sm_89, sm_90, gfx90a, gfx940, gfx1100).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "sm_80,sm_90,gfx90a,gfx940,gfx1100"
+    )]
+    archs: Vec<Arch>,
+    /// Kernels, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "naive,tiled")]
+    kernels: Vec<Kernel>,
+    /// Tile sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32")]
+    tpb: Vec<u32>,
+    /// A directory holding cuda_runtime.h (default: CUDA_PATH, /usr/local/cuda, or the PyPI
+    /// wheel next to libnvrtc on LD_LIBRARY_PATH).
+    #[arg(long, value_name = "DIR")]
+    cuda_include: Vec<PathBuf>,
+    /// The clang that compiles AMD code (default: clang-15, then clang).
+    #[arg(long, value_name = "PATH")]
+    clang: Option<PathBuf>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 /// A problem size on the command line: `N` (square) or `MxKxN`.
 #[derive(Clone, Copy)]
 struct Size(usize, usize, usize);
@@ -156,6 +201,12 @@ fn main() -> ExitCode {
         Command::Run(args) => run_command(args),
         Command::Bench(args) => bench_command(args),
         Command::Devices { json } => devices_command(json),
+        Command::CompileCheck(args) => compile_check_command(args),
+        Command::Emit {
+            kernel,
+            target,
+            tpb,
+        } => emit_command(kernel, target, tpb),
     };
     match result {
         Ok(code) => code,
@@ -301,6 +352,67 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
     } else {
         ExitCode::from(EXIT_FAIL)
     })
+}
+
+fn compile_check_command(args: CompileCheckArgs) -> tilemm::Result<ExitCode> {
+    let mut plans = Vec::new();
+    for &kernel in &args.kernels {
+        for &tpb in &args.tpb {
+            plans.push(Plan::new(kernel, tpb)?);
+        }
+    }
+    let tools = Toolchain {
+        cuda_include: args.cuda_include.clone(),
+        clang: args.clang.clone(),
+    };
+    compile_check::preflight(&args.archs, &tools)?;
+    if !args.json {
+        say!("{}", compile_check::TABLE_HEADER);
+    }
+    let mut results = Vec::new();
+    let mut failures = 0;
+    for plan in &plans {
+        for arch in &args.archs {
+            match compile_check::check(plan, arch, &tools) {
+                Ok(usage) => {
+                    let spill = usage.forbidden_spill();
+                    failures += usize::from(spill);
+                    if !args.json {
+                        say!("{usage}{}", if spill { "  FAIL: spills" } else { "" });
+                    }
+                    results.push(serde_json::json!({ "usage": usage, "pass": !spill }));
+                }
+                Err(err) => {
+                    failures += 1;
+                    if !args.json {
+                        say!("{:<16} {:<8} FAIL: {err}", plan.to_string(), arch);
+                    }
+                    results.push(serde_json::json!({
+                        "plan": plan, "arch": arch.name, "error": err.to_string(), "pass": false,
+                    }));
+                }
+            }
+        }
+    }
+    if args.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&results).expect("results serialize")
+        );
+    } else {
+        say!("{} compiled, {failures} failed", results.len() - failures);
+    }
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAIL)
+    })
+}
+
+fn emit_command(kernel: Kernel, target: Target, tpb: u32) -> tilemm::Result<ExitCode> {
+    let source = emit::source(&Plan::new(kernel, tpb)?, target)?;
+    say!("{source}");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn devices_command(json: bool) -> tilemm::Result<ExitCode> {

@@ -121,6 +121,24 @@ pub enum Error {
         available_gib: f64,
     },
 
+    /// A kernel could not be generated for a target.
+    #[error("cannot generate {target} source: {reason}")]
+    Emit {
+        /// The target language.
+        target: &'static str,
+        /// The generator's message.
+        reason: String,
+    },
+
+    /// A compiler the compile check needs is missing or failed.
+    #[error("{tool}: {reason}")]
+    Toolchain {
+        /// The tool (NVRTC, clang).
+        tool: String,
+        /// What went wrong and what to install.
+        reason: String,
+    },
+
     /// The device or its runtime reported an error.
     #[error("device error on {device}: {reason}")]
     Device {

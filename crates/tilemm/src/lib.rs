@@ -22,8 +22,10 @@
 
 pub mod backend;
 pub mod bench;
+pub mod compile_check;
 pub mod cpu;
 pub mod device;
+pub mod emit;
 mod error;
 pub mod gpu;
 pub mod inputs;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::device::DeviceLimits;
 use crate::error::{Error, Result};
-use crate::problem::Problem;
+use crate::problem::{DType, Problem};
 
 /// The kernels of the ladder, from the bottom rung up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -91,6 +91,20 @@ impl Plan {
         Ok(Plan { kernel, tpb })
     }
 
+    /// Shared memory per block, in bytes, for elements of `dtype`.
+    pub fn shared_bytes(&self, dtype: DType) -> usize {
+        match self.kernel {
+            Kernel::Naive => 0,
+            Kernel::Tiled => 2 * (self.tpb * self.tpb) as usize * dtype.size_bytes(),
+        }
+    }
+
+    /// Whether the compiled kernel may spill registers to local memory. No rung so far does:
+    /// the compile check fails on a spill in a kernel that promises none.
+    pub fn may_spill(&self) -> bool {
+        false
+    }
+
     /// Grid, block and shared memory for `problem`. Fails when the grid overflows 32 bits.
     pub fn launch_shape(&self, problem: &Problem) -> Result<LaunchShape> {
         let tiles = |len: usize| u32::try_from(len.div_ceil(self.tpb as usize));
@@ -102,10 +116,7 @@ impl Plan {
                 why: "the grid of blocks does not fit 32-bit counts".into(),
             });
         };
-        let shared_bytes = match self.kernel {
-            Kernel::Naive => 0,
-            Kernel::Tiled => 2 * (self.tpb * self.tpb) as usize * problem.dtype.size_bytes(),
-        };
+        let shared_bytes = self.shared_bytes(problem.dtype);
         Ok(LaunchShape {
             grid: [gx, gy, 1],
             block: [self.tpb, self.tpb, 1],

@@ -1,0 +1,158 @@
+//! clang's AMDGPU resource remarks: SGPRs, VGPRs, scratch, spills, waves per SIMD.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{tool_error, ResourceUsage, Toolchain};
+use crate::compile_check::arch::{amd_occupancy, Arch};
+use crate::error::Result;
+use crate::plan::Plan;
+
+/// Stands in for `<hip/hip_runtime.h>` so no ROCm installation is needed.
+const HIP_SHIM: &str = include_str!("hip_shim.h");
+
+const CLANG_HINT: &str =
+    "install clang (Debian/Ubuntu: `apt-get install clang-15`) or pass its path";
+
+pub(super) fn find_clang(tools: &Toolchain) -> Result<PathBuf> {
+    let candidates: Vec<PathBuf> = match &tools.clang {
+        Some(path) => vec![path.clone()],
+        None => vec!["clang-15".into(), "clang".into()],
+    };
+    candidates
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .ok_or_else(|| tool_error("clang", CLANG_HINT))
+}
+
+/// A scratch directory that removes itself.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> std::io::Result<Self> {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "tilemm-hip-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(dir.join("hip"))?;
+        Ok(ScratchDir(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The value of remark `name:` (e.g. `VGPRs:`) in clang's output.
+fn remark(stderr: &str, name: &str) -> Option<u64> {
+    stderr.lines().find_map(|line| {
+        let rest = line.split("remark:").nth(1)?.trim_start();
+        let value = rest.strip_prefix(name)?.trim_start();
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
+pub(super) fn check(
+    plan: &Plan,
+    arch: &Arch,
+    source: &str,
+    tools: &Toolchain,
+) -> Result<ResourceUsage> {
+    let clang = find_clang(tools)?;
+    let io = |e: std::io::Error| tool_error("clang", e);
+    let dir = ScratchDir::new().map_err(io)?;
+    std::fs::write(dir.path().join("hip/hip_runtime.h"), HIP_SHIM).map_err(io)?;
+    let kernel = dir.path().join("kernel.hip");
+    std::fs::write(&kernel, source).map_err(io)?;
+    let output = Command::new(&clang)
+        .args([
+            "-x",
+            "hip",
+            "--cuda-device-only",
+            "-nogpulib",
+            "-nogpuinc",
+            "-O3",
+            "-S",
+        ])
+        .arg(format!("--offload-arch={}", arch.name))
+        .arg("-I")
+        .arg(dir.path())
+        .arg("-o")
+        .arg(dir.path().join("kernel.s"))
+        .arg("-Rpass-analysis=kernel-resource-usage")
+        .arg(&kernel)
+        .output()
+        .map_err(io)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        let first_error = stderr
+            .lines()
+            .find(|l| l.contains("error"))
+            .unwrap_or("compilation failed");
+        return Err(tool_error(
+            "clang",
+            format!("{} for {}: {first_error}", plan, arch.name),
+        ));
+    }
+    let value = |name: &str| {
+        remark(&stderr, name).ok_or_else(|| {
+            tool_error(
+                "clang",
+                format!("no '{name}' remark for {} on {}", plan, arch.name),
+            )
+        })
+    };
+    let vgprs = value("VGPRs:")?;
+    let sgprs = value("SGPRs:")?;
+    let scratch = value("ScratchSize [bytes/lane]:")?;
+    let spills = value("VGPRs Spill:")? + value("SGPRs Spill:")? + scratch;
+    let waves = value("Occupancy [waves/SIMD]:")? as u32;
+    let static_lds = value("LDS Size [bytes/block]:")?;
+    let threads = plan.tpb * plan.tpb;
+    let dynamic_lds = plan.shared_bytes(crate::problem::DType::F32) as u64;
+    let (occupancy, limit) = amd_occupancy(arch, threads, waves, static_lds + dynamic_lds);
+    Ok(ResourceUsage {
+        plan: *plan,
+        arch: arch.name.to_string(),
+        registers: vgprs as u32,
+        scalar_registers: Some(sgprs as u32),
+        spills,
+        static_shared_bytes: static_lds,
+        dynamic_shared_bytes: dynamic_lds,
+        threads_per_block: threads,
+        occupancy: (occupancy, arch.max_warps),
+        occupancy_limit: limit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remark;
+
+    #[test]
+    fn clang_remarks_are_parsed() {
+        let stderr = "k.hip:19:1: remark:     SGPRs: 21 [-Rpass-analysis=kernel-resource-usage]\n\
+                      k.hip:19:1: remark:     VGPRs: 28 [-Rpass-analysis=kernel-resource-usage]\n\
+                      k.hip:19:1: remark:     VGPRs Spill: 3 [-Rpass-analysis=kernel-resource-usage]\n\
+                      k.hip:19:1: remark:     ScratchSize [bytes/lane]: 0 [-Rpass-analysis=kernel-resource-usage]";
+        assert_eq!(remark(stderr, "SGPRs:"), Some(21));
+        assert_eq!(remark(stderr, "VGPRs:"), Some(28));
+        assert_eq!(remark(stderr, "VGPRs Spill:"), Some(3));
+        assert_eq!(remark(stderr, "ScratchSize [bytes/lane]:"), Some(0));
+        assert_eq!(remark(stderr, "AGPRs:"), None);
+    }
+}

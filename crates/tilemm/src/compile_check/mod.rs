@@ -1,0 +1,149 @@
+//! Compiling every kernel for NVIDIA and AMD targets without a GPU, and reading the resources
+//! the compiled code uses: registers, spills, shared memory, and the occupancy they allow.
+//!
+//! NVIDIA: the generated CUDA source through NVRTC (loaded at run time, e.g. from the PyPI wheel
+//! `nvidia-cuda-nvrtc-cu12`) with `-Xptxas=-v`, which reports what ptxas allocated. AMD: the
+//! generated HIP source through a plain clang (Debian `clang-15`, no ROCm), whose
+//! `-Rpass-analysis=kernel-resource-usage` remarks report SGPRs, VGPRs, scratch and spills; a
+//! small header stands in for `<hip/hip_runtime.h>`, mapping indices and barriers to the AMDGPU
+//! builtins HIP itself uses.
+//!
+//! Shared memory is sized at launch (CubeCL declares one dynamic `extern __shared__` array), so
+//! compilers report only static shared memory; the plan's own figure is added for occupancy.
+
+mod amd;
+mod arch;
+#[cfg(feature = "cuda")]
+mod nvidia;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
+
+use crate::emit::{self, Target};
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+
+/// What one compilation used, per kernel and target.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResourceUsage {
+    /// The kernel and its configuration.
+    pub plan: Plan,
+    /// The target architecture, e.g. `sm_90` or `gfx90a`.
+    pub arch: String,
+    /// Registers per thread (NVIDIA) or vector registers per lane (AMD VGPRs).
+    pub registers: u32,
+    /// Scalar registers per wave (AMD SGPRs).
+    pub scalar_registers: Option<u32>,
+    /// Bytes spilled to local memory per thread (stores + loads on NVIDIA; VGPR and SGPR spill
+    /// count and scratch on AMD).
+    pub spills: u64,
+    /// Static shared memory the compiler reports, in bytes.
+    pub static_shared_bytes: u64,
+    /// Dynamic shared memory the plan asks for at launch, in bytes.
+    pub dynamic_shared_bytes: u64,
+    /// Threads per block.
+    pub threads_per_block: u32,
+    /// Resident warps (waves) per SM (SIMD) and the hardware maximum.
+    pub occupancy: (u32, u32),
+    /// What limits the occupancy: registers, shared memory, threads or blocks.
+    pub occupancy_limit: &'static str,
+}
+
+impl ResourceUsage {
+    /// Whether a spill breaks the plan's promise not to spill.
+    pub fn forbidden_spill(&self) -> bool {
+        self.spills > 0 && !self.plan.may_spill()
+    }
+}
+
+impl fmt::Display for ResourceUsage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let registers = match self.scalar_registers {
+            Some(s) => format!("{} V + {} S", self.registers, s),
+            None => self.registers.to_string(),
+        };
+        let (active, max) = self.occupancy;
+        write!(
+            f,
+            "{:<16} {:<8} {:>12} {:>7} {:>8} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
+            self.plan.to_string(),
+            self.arch,
+            registers,
+            self.spills,
+            self.static_shared_bytes,
+            self.dynamic_shared_bytes,
+            active,
+            max,
+            100.0 * f64::from(active) / f64::from(max.max(1)),
+            self.occupancy_limit
+        )
+    }
+}
+
+/// The column headings matching [`ResourceUsage`]'s `Display`.
+pub const TABLE_HEADER: &str =
+    "kernel           arch        registers  spills  static B  dynamic B  occupancy     limit";
+
+/// Where to find the tools.
+#[derive(Clone, Debug, Default)]
+pub struct Toolchain {
+    /// Directories holding `cuda_runtime.h` (the generated CUDA includes it). Empty: look in
+    /// `$CUDA_PATH/include`, `/usr/local/cuda/include` and Python's `nvidia/cuda_runtime/include`.
+    pub cuda_include: Vec<PathBuf>,
+    /// The clang that compiles AMD code; `None`: `clang-15`, then `clang`.
+    pub clang: Option<PathBuf>,
+}
+
+/// Checks that the tools for every architecture in `archs` are there, so that a missing tool is
+/// reported once, up front, rather than as a failure of every kernel.
+pub fn preflight(archs: &[Arch], tools: &Toolchain) -> Result<()> {
+    if archs.iter().any(|a| a.vendor == Vendor::Nvidia) {
+        #[cfg(feature = "cuda")]
+        nvidia::preflight(tools)?;
+        #[cfg(not(feature = "cuda"))]
+        return Err(Error::BackendNotBuilt {
+            backend: "cuda (NVRTC for the NVIDIA compile check)",
+            feature: "cuda",
+        });
+    }
+    if archs.iter().any(|a| a.vendor == Vendor::Amd) {
+        amd::find_clang(tools)?;
+    }
+    Ok(())
+}
+
+/// Compiles `plan`'s kernel for `arch` and reports what it uses.
+pub fn check(plan: &Plan, arch: &Arch, tools: &Toolchain) -> Result<ResourceUsage> {
+    match arch.vendor {
+        Vendor::Nvidia => {
+            #[cfg(feature = "cuda")]
+            {
+                let source = emit::source(plan, Target::Cuda)?;
+                nvidia::check(plan, arch, &source, tools)
+            }
+            #[cfg(not(feature = "cuda"))]
+            {
+                let _ = tools;
+                Err(Error::BackendNotBuilt {
+                    backend: "cuda (NVRTC for the NVIDIA compile check)",
+                    feature: "cuda",
+                })
+            }
+        }
+        Vendor::Amd => {
+            let source = emit::source(plan, Target::Hip)?;
+            amd::check(plan, arch, &source, tools)
+        }
+    }
+}
+
+fn tool_error(tool: &str, reason: impl fmt::Display) -> Error {
+    Error::Toolchain {
+        tool: tool.to_string(),
+        reason: reason.to_string(),
+    }
+}

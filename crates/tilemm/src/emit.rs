@@ -1,0 +1,209 @@
+//! The source the JIT generates for a kernel, without a device: numba's `inspect_ptx` /
+//! `inspect_asm` for tilemm.
+//!
+//! CubeCL's launch path builds a kernel's IR with the device's properties, then hands it to the
+//! runtime's compiler. Here the IR is built the same way (the expansion function the `#[cube]`
+//! macro generates, fed by a `KernelBuilder`) with the properties of a representative device of
+//! each target, and compiled by the same compilers: CubeCL's C++ generator for CUDA and HIP, its
+//! WGSL generator for wgpu. A test checks that the WGSL equals what the wgpu runtime compiles on
+//! a real adapter.
+
+use std::fmt;
+use std::str::FromStr;
+
+use cubecl::ir::{
+    AddressType, DeviceProperties, HardwareProperties, MemoryDeviceProperties, TargetProperties,
+};
+use cubecl::prelude::*;
+use cubecl::profile::TimingMethod;
+use cubecl::{Compiler, ExecutionMode, WgpuCompilationOptions};
+use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
+
+use crate::error::{Error, Result};
+use crate::kernels::{naive, tiled};
+use crate::plan::{Kernel, Plan};
+
+/// A language the kernels can be emitted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// CUDA C++, as NVRTC compiles it (NVIDIA).
+    Cuda,
+    /// HIP C++, as hiprtc compiles it (AMD ROCm).
+    Hip,
+    /// WGSL, as wgpu compiles it (Vulkan, Metal, DX12).
+    Wgsl,
+}
+
+impl Target {
+    /// Every target.
+    pub const ALL: [Target; 3] = [Target::Cuda, Target::Hip, Target::Wgsl];
+
+    /// The target's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Cuda => "cuda",
+            Target::Hip => "hip",
+            Target::Wgsl => "wgsl",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown target '{s}' (choose one of: cuda, hip, wgsl)"))
+    }
+}
+
+/// The kernel's entry point in the generated source, as CubeCL names it.
+pub fn entry_point(kernel: Kernel) -> &'static str {
+    match kernel {
+        Kernel::Naive => "naive_matmul_f_f32",
+        Kernel::Tiled => "tiled_matmul_f_f32",
+    }
+}
+
+/// Properties of a representative device of `target`: what CubeCL reads while building IR.
+fn device_properties(target: Target) -> DeviceProperties {
+    let (plane, max_shared) = match target {
+        Target::Cuda => (32, 48 * 1024),
+        // CDNA wavefronts are 64 wide; 64 KiB of LDS per workgroup.
+        Target::Hip => (64, 64 * 1024),
+        Target::Wgsl => (32, 32 * 1024),
+    };
+    let hardware = HardwareProperties {
+        load_width: 128,
+        plane_size_min: plane,
+        plane_size_max: plane,
+        max_bindings: 32,
+        max_shared_memory_size: max_shared,
+        max_cube_count: (u32::MAX >> 1, 65535, 65535),
+        max_units_per_cube: 1024,
+        max_cube_dim: (1024, 1024, 64),
+        num_streaming_multiprocessors: None,
+        num_cpu_cores: None,
+        num_tensor_cores: None,
+        min_tensor_cores_dim: None,
+        max_vector_size: 4,
+    };
+    let memory = MemoryDeviceProperties {
+        max_page_size: 1 << 30,
+        alignment: 256,
+    };
+    let mut props =
+        DeviceProperties::new(Default::default(), memory, hardware, TimingMethod::System);
+    match target {
+        Target::Cuda | Target::Hip => cubecl_cpp::register_supported_types(&mut props),
+        Target::Wgsl => {
+            use cubecl::ir::{ElemType, FloatKind, IntKind, UIntKind};
+            props.register_address_type(AddressType::U32);
+            for ty in [
+                ElemType::UInt(UIntKind::U32),
+                ElemType::Int(IntKind::I32),
+                ElemType::Float(FloatKind::F32),
+                ElemType::Float(FloatKind::Flex32),
+                ElemType::Bool,
+            ] {
+                props.register_type_usage(ty, cubecl::ir::features::TypeUsage::all());
+            }
+        }
+    }
+    props
+}
+
+/// The IR of `plan`'s kernel, built as the `#[cube]` macro's launch path builds it.
+fn definition(
+    plan: &Plan,
+    target_props: TargetProperties,
+    props: &DeviceProperties,
+) -> KernelDefinition {
+    let settings = KernelSettings::default()
+        .cube_dim(CubeDim::new_2d(plan.tpb, plan.tpb))
+        .address_type(AddressType::U32)
+        .kernel_name(entry_point(plan.kernel));
+    let mut builder = KernelBuilder::default();
+    builder.runtime_properties(target_props);
+    builder.device_properties(props);
+    AddressType::U32.register(&mut builder.scope);
+    let array = ArrayCompilationArg { inplace: None };
+    let a = <Array<f32> as LaunchArg>::expand(&array, &mut builder);
+    let b = <Array<f32> as LaunchArg>::expand(&array, &mut builder);
+    let c = <Array<f32> as LaunchArg>::expand_output(&array, &mut builder);
+    let m = <u32 as LaunchArg>::expand(&(), &mut builder);
+    let k = <u32 as LaunchArg>::expand(&(), &mut builder);
+    let n = <u32 as LaunchArg>::expand(&(), &mut builder);
+    match plan.kernel {
+        Kernel::Naive => naive::naive_matmul::expand::<f32>(&mut builder.scope, a, b, c, m, k, n),
+        Kernel::Tiled => {
+            tiled::tiled_matmul::expand::<f32>(&mut builder.scope, a, b, c, m, k, n, plan.tpb)
+        }
+    }
+    builder.build(settings)
+}
+
+fn compile_error(target: Target, e: impl fmt::Display) -> Error {
+    Error::Emit {
+        target: target.name(),
+        reason: e.to_string().lines().next().unwrap_or_default().to_string(),
+    }
+}
+
+/// The source the JIT compiles for `plan` on `target`.
+pub fn source(plan: &Plan, target: Target) -> Result<String> {
+    let props = device_properties(target);
+    let mode = ExecutionMode::Unchecked;
+    let address = AddressType::U32.unsigned_type();
+    match target {
+        Target::Cuda => {
+            type Cuda =
+                CppCompiler<cubecl_cpp::cuda::CudaDialect<cubecl_cpp::cuda::mma::CudaWmmaCompiler>>;
+            let options = CompilationOptions {
+                warp_size: 32,
+                supports_features: CppSupportedFeatures {
+                    fast_math: true,
+                    grid_constants: true,
+                    ..Default::default()
+                },
+            };
+            let def = definition(plan, TargetProperties::default(), &props);
+            let kernel = Cuda::default()
+                .compile(def, &options, mode, address)
+                .map_err(|e| compile_error(target, e))?;
+            Ok(kernel.to_string())
+        }
+        Target::Hip => {
+            type Hip = CppCompiler<
+                cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>,
+            >;
+            let options = CompilationOptions {
+                warp_size: 64,
+                supports_features: CppSupportedFeatures {
+                    fast_math: true,
+                    ..Default::default()
+                },
+            };
+            let def = definition(plan, TargetProperties::default(), &props);
+            let kernel = Hip::default()
+                .compile(def, &options, mode, address)
+                .map_err(|e| compile_error(target, e))?;
+            Ok(kernel.to_string())
+        }
+        Target::Wgsl => {
+            let def = definition(plan, TargetProperties::default(), &props);
+            let shader = cubecl::wgpu::WgslCompiler::default()
+                .compile(def, &WgpuCompilationOptions::default(), mode, address)
+                .map_err(|e| compile_error(target, e))?;
+            Ok(shader.to_string())
+        }
+    }
+}
