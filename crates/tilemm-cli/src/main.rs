@@ -80,7 +80,7 @@ struct RunArgs {
     /// Write C to a float32 .npy file.
     #[arg(long, value_name = "C.npy")]
     out: Option<PathBuf>,
-    /// Backend: wgpu, cuda or cpu. Default: the best GPU found, else the CPU alone.
+    /// Backend: wgpu, cuda, hip or cpu. Default: the best GPU found, else the CPU alone.
     #[arg(long)]
     backend: Option<Backend>,
     /// Device index within the backend (see `tilemm devices`).
@@ -105,7 +105,7 @@ struct BenchArgs {
     /// Timed runs per measurement (after one warm-up run).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Backend: wgpu, cuda or cpu (CPU only). Default: the best GPU found.
+    /// Backend: wgpu, cuda, hip or cpu (CPU only). Default: the best GPU found.
     #[arg(long)]
     backend: Option<Backend>,
     /// Device index within the backend (see `tilemm devices`).
@@ -317,6 +317,12 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
                     gpu, problem, plan, &a, &b, &reference, repeat,
                 )?);
             }
+            // The vendor library on the same device and matrices: the bar the ladder climbs to.
+            match vendor_baseline(gpu, problem, &a, &b, &reference, repeat) {
+                Some(Ok(baseline)) => rows.push(baseline),
+                Some(Err(err)) if !args.json => say!("note: vendor baseline skipped: {err}"),
+                _ => {}
+            }
         }
         rows.push(bench::cpu_gemm(problem, &a, &b, &reference, repeat)?);
         for m in &rows {
@@ -352,6 +358,41 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
     } else {
         ExitCode::from(EXIT_FAIL)
     })
+}
+
+/// cuBLAS on a CUDA device, rocBLAS on a HIP device; `None` for wgpu, which has no vendor BLAS.
+fn vendor_baseline(
+    gpu: &tilemm::GpuSession,
+    problem: &Problem,
+    a: &[f32],
+    b: &[f32],
+    reference: &Reference,
+    repeat: usize,
+) -> Option<tilemm::Result<bench::Measurement>> {
+    match gpu.backend() {
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => Some(tilemm::vendor_blas::cublas_sgemm(
+            gpu.info().index,
+            problem,
+            a,
+            b,
+            reference,
+            repeat,
+        )),
+        #[cfg(feature = "hip")]
+        Backend::Hip => Some(tilemm::vendor_blas::rocblas_sgemm(
+            gpu.info().index,
+            problem,
+            a,
+            b,
+            reference,
+            repeat,
+        )),
+        _ => {
+            let _ = (problem, a, b, reference, repeat);
+            None
+        }
+    }
 }
 
 fn compile_check_command(args: CompileCheckArgs) -> tilemm::Result<ExitCode> {
@@ -416,10 +457,7 @@ fn emit_command(kernel: Kernel, target: Target, tpb: u32) -> tilemm::Result<Exit
 }
 
 fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
-    let backends: Vec<Backend> = [Backend::Cuda, Backend::Wgpu]
-        .into_iter()
-        .filter(|b| b.is_built())
-        .collect();
+    let backends: Vec<Backend> = Backend::GPU.into_iter().filter(|b| b.is_built()).collect();
     let found: Vec<_> = backends.iter().map(|&b| (b, list_devices(b))).collect();
     if json {
         let object = serde_json::json!({

@@ -165,6 +165,14 @@ fn cpu_backend_runs_without_a_gpu() {
     assert!(text.contains("result      PASS"), "{text}");
 }
 
+/// The wgpu backend's entry in `tilemm devices --json`.
+fn wgpu_entry(devices: &serde_json::Value) -> &serde_json::Value {
+    devices["backends"]
+        .as_array()
+        .and_then(|b| b.iter().find(|e| e["backend"] == "wgpu"))
+        .unwrap_or_else(|| panic!("no wgpu backend in {devices}"))
+}
+
 #[test]
 fn devices_lists_the_adapter_and_its_limits() {
     let out = tilemm(&["devices"]);
@@ -181,7 +189,7 @@ fn devices_lists_the_adapter_and_its_limits() {
     }
     let out = tilemm(&["devices", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let devices = &v["backends"][0]["devices"];
+    let devices = &wgpu_entry(&v)["devices"];
     assert!(
         devices[0]["limits"]["max_binding_bytes"].as_u64().unwrap() > 0,
         "{v}"
@@ -224,7 +232,7 @@ fn a_matrix_over_the_binding_limit_is_refused_with_the_limit() {
     // 8192×4100 f32 is 128.1 MiB, just over lavapipe's (and WebGPU's default) 128 MiB binding.
     let devices: serde_json::Value =
         serde_json::from_str(&stdout(&tilemm(&["devices", "--json"]))).unwrap();
-    let limit = devices["backends"][0]["devices"][0]["limits"]["max_binding_bytes"]
+    let limit = wgpu_entry(&devices)["devices"][0]["limits"]["max_binding_bytes"]
         .as_u64()
         .expect("a wgpu device");
     let rows = (limit / 4 / 4100 + 1).to_string();
@@ -451,4 +459,208 @@ fn cuda_backend_runs_or_says_the_driver_is_missing() {
             Some(0)
         );
     }
+}
+
+#[test]
+fn emit_prints_each_targets_source_without_any_device() {
+    // No Vulkan driver and (on these machines) no GPU: emitting needs no device.
+    let no_vulkan = [("VK_ICD_FILENAMES", "/nonexistent/icd.json")];
+    let emit = |kernel: &str, target: &str, tpb: &str| {
+        let out = tilemm_with_env(
+            &["emit", "--kernel", kernel, "--target", target, "--tpb", tpb],
+            &no_vulkan,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kernel} {target}: {}",
+            stderr(&out)
+        );
+        stdout(&out)
+    };
+    let cuda = emit("tiled", "cuda", "16");
+    assert!(
+        cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_f_f32"),
+        "{cuda}"
+    );
+    assert!(cuda.contains("extern __shared__"), "{cuda}");
+    assert_eq!(cuda.matches("__syncthreads();").count(), 2, "{cuda}");
+    assert!(cuda.contains("__launch_bounds__(256)"), "{cuda}");
+    assert!(emit("tiled", "cuda", "32").contains("__launch_bounds__(1024)"));
+    let hip = emit("tiled", "hip", "16");
+    assert!(hip.contains("#include <hip/hip_runtime.h>"), "{hip}");
+    assert_eq!(hip.matches("__syncthreads();").count(), 2, "{hip}");
+    let wgsl = emit("tiled", "wgsl", "8");
+    assert!(
+        wgsl.contains("var<workgroup>") && wgsl.contains("@workgroup_size(8, 8, 1)"),
+        "{wgsl}"
+    );
+    assert_eq!(wgsl.matches("workgroupBarrier()").count(), 2, "{wgsl}");
+    let naive = emit("naive", "cuda", "16");
+    assert!(
+        !naive.contains("__syncthreads") && !naive.contains("__shared__"),
+        "{naive}"
+    );
+}
+
+#[test]
+fn emit_refuses_unknown_targets_and_tiles() {
+    assert_refused(
+        &["emit", "--target", "opencl"],
+        &["unknown target 'opencl'"],
+    );
+    assert_refused(&["emit", "--target", "cuda", "--tpb", "7"], &["TPB=7"]);
+    assert_refused(&["emit", "--kernel", "tiled"], &["--target"]);
+}
+
+#[test]
+fn compile_check_reports_amd_resources_through_clang() {
+    // Needs clang (scripts/setup installs clang-15); without it tilemm says what to install,
+    // and this test fails showing that message.
+    let out = tilemm(&[
+        "compile-check",
+        "--archs",
+        "gfx90a,gfx1100",
+        "--kernels",
+        "naive,tiled",
+        "--tpb",
+        "16",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.starts_with("kernel") && text.contains("registers") && text.contains("occupancy"),
+        "{text}"
+    );
+    for (kernel, arch) in [
+        ("naive", "gfx90a"),
+        ("naive", "gfx1100"),
+        ("tiled", "gfx90a"),
+        ("tiled", "gfx1100"),
+    ] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(kernel) && l.contains(arch))
+            .unwrap_or_else(|| panic!("no {kernel} × {arch} row in\n{text}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        // registers are "N V + M S", then spills, static and dynamic shared bytes.
+        let vgprs: u32 = fields[3].parse().unwrap();
+        assert!(vgprs > 0 && vgprs <= 256, "{row}");
+        assert_eq!(fields[8], "0", "spills in {row}");
+        let dynamic = if kernel == "tiled" { "2048" } else { "0" };
+        assert_eq!(fields[10], dynamic, "dynamic shared bytes in {row}");
+    }
+    assert!(text.trim_end().ends_with("4 compiled, 0 failed"), "{text}");
+}
+
+#[test]
+fn compile_check_refuses_unknown_architectures_and_missing_compilers() {
+    assert_refused(
+        &["compile-check", "--archs", "sm_100x"],
+        &["unknown architecture 'sm_100x'"],
+    );
+    assert_refused(
+        &[
+            "compile-check",
+            "--archs",
+            "gfx90a",
+            "--clang",
+            "/nonexistent/clang",
+        ],
+        &["clang", "apt-get install clang-15"],
+    );
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn compile_check_for_nvidia_needs_the_cuda_build() {
+    assert_refused(&["compile-check", "--archs", "sm_80"], &["--features cuda"]);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn compile_check_reports_nvidia_resources_through_nvrtc() {
+    // Needs NVRTC and the CUDA headers (scripts/setup's ensure_compile_tools puts the PyPI
+    // wheels on LD_LIBRARY_PATH); without them tilemm says what to install.
+    let out = tilemm(&[
+        "compile-check",
+        "--archs",
+        "sm_80,sm_90",
+        "--kernels",
+        "tiled",
+        "--tpb",
+        "8,32",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    for (tpb, arch, dynamic) in [("8", "sm_80", "512"), ("32", "sm_90", "8192")] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("tiled, TPB={tpb} ")) && l.contains(arch))
+            .unwrap_or_else(|| panic!("no row for TPB={tpb} on {arch} in\n{text}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let registers: u32 = fields[3].parse().unwrap();
+        assert!(registers > 0 && registers <= 255, "{row}");
+        assert_eq!(fields[4], "0", "spills in {row}");
+        assert_eq!(fields[6], dynamic, "{row}");
+    }
+}
+
+/// Whether ROCm's HIP runtime and hiprtc are both installed (then `--backend hip` must work,
+/// not refuse).
+#[cfg(feature = "hip")]
+fn rocm_present() -> bool {
+    ["/opt/rocm/lib", "/usr/lib/x86_64-linux-gnu"]
+        .iter()
+        .any(|dir| {
+            ["libamdhip64.so", "libhiprtc.so"]
+                .iter()
+                .all(|lib| Path::new(dir).join(lib).exists())
+        })
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_backend_runs_or_says_rocm_is_missing() {
+    if rocm_present() {
+        let out = tilemm(&[
+            "run",
+            "--backend",
+            "hip",
+            "-m",
+            "97",
+            "-k",
+            "131",
+            "-n",
+            "53",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(stdout(&out).contains("result      PASS"));
+    } else {
+        assert_refused(
+            &["run", "--backend", "hip"],
+            &["no AMD ROCm runtime found", "ROCm"],
+        );
+        assert_refused(
+            &["bench", "--backend", "hip"],
+            &["no AMD ROCm runtime found"],
+        );
+        let devices = stdout(&tilemm(&["devices"]));
+        assert!(devices.contains("hip: no device found"), "{devices}");
+    }
+}
+
+#[cfg(not(feature = "hip"))]
+#[test]
+fn hip_in_a_build_without_it_is_refused() {
+    assert_refused(
+        &["run", "--backend", "hip"],
+        &["without the hip backend", "--features hip"],
+    );
 }

@@ -34,7 +34,7 @@ pub struct Measurement {
     pub verified: bool,
 }
 
-fn measurement(
+pub(crate) fn measurement(
     implementation: String,
     problem: &Problem,
     timing: &'static str,

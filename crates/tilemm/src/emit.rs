@@ -207,3 +207,109 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
         }
     }
 }
+
+#[cfg(all(test, feature = "wgpu"))]
+mod tests {
+    use super::*;
+    use crate::plan::SUPPORTED_TPB;
+    use cubecl::wgpu::WgpuRuntime;
+
+    /// The IR the `#[cube]` macro's own launch path builds on a real adapter, compiled to WGSL.
+    fn runtime_wgsl(client: &ComputeClient<WgpuRuntime>, plan: &Plan) -> String {
+        let settings = KernelSettings::default()
+            .cube_dim(CubeDim::new_2d(plan.tpb, plan.tpb))
+            .address_type(AddressType::U32);
+        let array = || ArrayCompilationArg { inplace: None };
+        let def = match plan.kernel {
+            Kernel::Naive => naive::naive_matmul::NaiveMatmul::<f32, WgpuRuntime>::new(
+                settings,
+                client.clone(),
+                array(),
+                array(),
+                array(),
+                (),
+                (),
+                (),
+            )
+            .define(),
+            Kernel::Tiled => tiled::tiled_matmul::TiledMatmul::<f32, WgpuRuntime>::new(
+                settings,
+                client.clone(),
+                array(),
+                array(),
+                array(),
+                (),
+                (),
+                (),
+                plan.tpb,
+            )
+            .define(),
+        };
+        cubecl::wgpu::WgslCompiler::default()
+            .compile(
+                def,
+                &WgpuCompilationOptions::default(),
+                ExecutionMode::Unchecked,
+                AddressType::U32.unsigned_type(),
+            )
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn emitted_wgsl_is_what_the_launch_path_builds_on_a_real_adapter() {
+        let session = crate::backend::wgpu::open(None).unwrap_or_else(|e| {
+            panic!("this test compares with a real wgpu adapter and found none: {e}")
+        });
+        for kernel in Kernel::ALL {
+            for tpb in SUPPORTED_TPB {
+                let plan = Plan::new(kernel, tpb).unwrap();
+                let emitted = source(&plan, Target::Wgsl).unwrap();
+                assert_eq!(emitted, runtime_wgsl(session.client(), &plan), "{plan}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_target_shows_the_tiled_kernels_shared_tiles_and_barriers() {
+        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
+        let cuda = source(&plan, Target::Cuda).unwrap();
+        assert!(
+            cuda.contains("__shared__") && cuda.matches("__syncthreads()").count() == 2,
+            "{cuda}"
+        );
+        assert!(cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_f_f32"));
+        let hip = source(&plan, Target::Hip).unwrap();
+        assert!(
+            hip.contains("hip/hip_runtime.h") && hip.matches("__syncthreads()").count() == 2,
+            "{hip}"
+        );
+        let wgsl = source(&plan, Target::Wgsl).unwrap();
+        assert!(
+            wgsl.contains("var<workgroup>") && wgsl.matches("workgroupBarrier()").count() == 2,
+            "{wgsl}"
+        );
+        // The naive kernel has neither.
+        let naive = source(&Plan::new(Kernel::Naive, 16).unwrap(), Target::Cuda).unwrap();
+        assert!(
+            !naive.contains("__syncthreads") && !naive.contains("__shared__"),
+            "{naive}"
+        );
+    }
+
+    #[test]
+    fn emitted_wgsl_is_valid_for_naga() {
+        use wgpu::naga;
+        for kernel in Kernel::ALL {
+            let wgsl = source(&Plan::new(kernel, 32).unwrap(), Target::Wgsl).unwrap();
+            let module =
+                naga::front::wgsl::parse_str(&wgsl).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{kernel}: {e:?}"));
+        }
+    }
+}

@@ -46,6 +46,12 @@ impl<R: Runtime> Session<R> {
         Session { client, info }
     }
 
+    /// The CubeCL client of the device.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn client(&self) -> &ComputeClient<R> {
+        &self.client
+    }
+
     /// The device this session runs on.
     pub fn info(&self) -> &DeviceInfo {
         &self.info

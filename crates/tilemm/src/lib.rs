@@ -34,6 +34,7 @@ pub mod plan;
 pub mod problem;
 pub mod report;
 pub mod run;
+pub mod vendor_blas;
 pub mod verify;
 
 pub use backend::{Backend, GpuSession};

@@ -2,6 +2,8 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "hip")]
+pub mod hip;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
@@ -16,8 +18,8 @@ use crate::gpu::{GpuRun, Session};
 use crate::plan::Plan;
 use crate::problem::Problem;
 
-#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
-compile_error!("tilemm needs at least one GPU backend: enable the `wgpu` or `cuda` feature");
+#[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "hip")))]
+compile_error!("tilemm needs at least one GPU backend: enable the `wgpu`, `cuda` or `hip` feature");
 
 /// A backend, as `--backend` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -27,19 +29,25 @@ pub enum Backend {
     Wgpu,
     /// CubeCL's CUDA runtime (feature `cuda`).
     Cuda,
+    /// CubeCL's HIP runtime for AMD GPUs (feature `hip`).
+    Hip,
     /// The CPU, through the `gemm` crate.
     Cpu,
 }
 
 impl Backend {
     /// Every backend, in the order `auto` tries the GPU ones.
-    pub const ALL: [Backend; 3] = [Backend::Cuda, Backend::Wgpu, Backend::Cpu];
+    pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Hip, Backend::Wgpu, Backend::Cpu];
+
+    /// The GPU backends, in the order `auto` tries them: vendor runtimes before wgpu.
+    pub const GPU: [Backend; 3] = [Backend::Cuda, Backend::Hip, Backend::Wgpu];
 
     /// The backend's name.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Wgpu => "wgpu",
             Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
             Backend::Cpu => "cpu",
         }
     }
@@ -49,6 +57,7 @@ impl Backend {
         match self {
             Backend::Wgpu => cfg!(feature = "wgpu"),
             Backend::Cuda => cfg!(feature = "cuda"),
+            Backend::Hip => cfg!(feature = "hip"),
             Backend::Cpu => true,
         }
     }
@@ -74,7 +83,7 @@ impl FromStr for Backend {
         Backend::ALL
             .into_iter()
             .find(|b| b.name() == s)
-            .ok_or_else(|| format!("unknown backend '{s}' (choose one of: wgpu, cuda, cpu)"))
+            .ok_or_else(|| format!("unknown backend '{s}' (choose one of: wgpu, cuda, hip, cpu)"))
     }
 }
 
@@ -87,6 +96,9 @@ pub enum GpuSession {
     /// A CUDA device.
     #[cfg(feature = "cuda")]
     Cuda(Session<cubecl::cuda::CudaRuntime>),
+    /// A HIP (ROCm) device.
+    #[cfg(feature = "hip")]
+    Hip(Session<cubecl::hip::HipRuntime>),
 }
 
 macro_rules! with_session {
@@ -96,6 +108,8 @@ macro_rules! with_session {
             GpuSession::Wgpu($s) => $body,
             #[cfg(feature = "cuda")]
             GpuSession::Cuda($s) => $body,
+            #[cfg(feature = "hip")]
+            GpuSession::Hip($s) => $body,
         }
     };
 }
@@ -108,6 +122,8 @@ impl GpuSession {
             Backend::Wgpu => wgpu::open(index).map(GpuSession::Wgpu),
             #[cfg(feature = "cuda")]
             Backend::Cuda => cuda::open(index).map(GpuSession::Cuda),
+            #[cfg(feature = "hip")]
+            Backend::Hip => hip::open(index).map(GpuSession::Hip),
             Backend::Cpu => Err(Error::NoDevice(
                 "the cpu backend has no GPU device to open".into(),
             )),
@@ -123,6 +139,8 @@ impl GpuSession {
             GpuSession::Wgpu(_) => Backend::Wgpu,
             #[cfg(feature = "cuda")]
             GpuSession::Cuda(_) => Backend::Cuda,
+            #[cfg(feature = "hip")]
+            GpuSession::Hip(_) => Backend::Hip,
         }
     }
 
@@ -149,6 +167,8 @@ pub fn list_devices(backend: Backend) -> Vec<DeviceInfo> {
         Backend::Wgpu => wgpu::list(),
         #[cfg(feature = "cuda")]
         Backend::Cuda => cuda::list(),
+        #[cfg(feature = "hip")]
+        Backend::Hip => hip::list(),
         _ => Vec::new(),
     }
 }
@@ -165,10 +185,7 @@ pub fn open_device(
         Some(backend) => GpuSession::open(backend, index).map(Some),
         None => {
             let mut reasons = Vec::new();
-            for backend in [Backend::Cuda, Backend::Wgpu]
-                .into_iter()
-                .filter(|b| b.is_built())
-            {
+            for backend in Backend::GPU.into_iter().filter(|b| b.is_built()) {
                 match GpuSession::open(backend, index) {
                     Ok(session) => return Ok(Some(session)),
                     Err(Error::NoDevice(reason)) => reasons.push(reason),
@@ -189,6 +206,8 @@ pub fn install_hint() -> String {
     let mut hints = Vec::new();
     #[cfg(feature = "cuda")]
     hints.push(format!("for CUDA, {}", cuda::INSTALL_HINT));
+    #[cfg(feature = "hip")]
+    hints.push(format!("for HIP, {}", hip::INSTALL_HINT));
     #[cfg(feature = "wgpu")]
     hints.push(format!("for wgpu, {}", wgpu::INSTALL_HINT));
     hints.join("; ")

@@ -108,11 +108,10 @@ pub(crate) fn nvidia_occupancy(
     let regs_per_warp = (registers_per_thread.max(1) * arch.warp_size)
         .div_ceil(arch.register_granularity)
         * arch.register_granularity;
-    let by_shared = if shared_per_block == 0 {
-        u32::MAX
-    } else {
-        (arch.shared_bytes / shared_per_block).min(u64::from(u32::MAX)) as u32
-    };
+    let by_shared = arch
+        .shared_bytes
+        .checked_div(shared_per_block)
+        .map_or(u32::MAX, |blocks| blocks.min(u64::from(u32::MAX)) as u32);
     let limits = [
         (arch.max_warps / warps_per_block, "threads"),
         (arch.max_blocks, "blocks"),
