@@ -10,7 +10,6 @@ use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
 use tilemm::plan::{format_bytes, DEFAULT_TPB};
 use tilemm::run::{check_host_memory, RunOptions, Runner};
-use tilemm::verify::Reference;
 use tilemm::{inputs, Backend, Kernel, Plan, Problem};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
@@ -51,6 +50,18 @@ enum Command {
     },
 }
 
+/// Where to run: shared by `run` and `bench`.
+#[derive(Args)]
+struct DeviceArgs {
+    /// Backend: wgpu, cuda, hip or cpu (the CPU alone). Default: the best GPU found (CUDA, then
+    /// HIP, then wgpu), else the CPU alone.
+    #[arg(long)]
+    backend: Option<Backend>,
+    /// Device index within the backend (see `tilemm devices`).
+    #[arg(long)]
+    device: Option<usize>,
+}
+
 #[derive(Args)]
 struct RunArgs {
     /// Kernel: naive (one thread per element of C) or tiled (shared-memory tiles).
@@ -80,12 +91,8 @@ struct RunArgs {
     /// Write C to a float32 .npy file.
     #[arg(long, value_name = "C.npy")]
     out: Option<PathBuf>,
-    /// Backend: wgpu, cuda, hip or cpu. Default: the best GPU found, else the CPU alone.
-    #[arg(long)]
-    backend: Option<Backend>,
-    /// Device index within the backend (see `tilemm devices`).
-    #[arg(long)]
-    device: Option<usize>,
+    #[command(flatten)]
+    target: DeviceArgs,
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
@@ -105,12 +112,8 @@ struct BenchArgs {
     /// Timed runs per measurement (after one warm-up run).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Backend: wgpu, cuda, hip or cpu (CPU only). Default: the best GPU found.
-    #[arg(long)]
-    backend: Option<Backend>,
-    /// Device index within the backend (see `tilemm devices`).
-    #[arg(long)]
-    device: Option<usize>,
+    #[command(flatten)]
+    target: DeviceArgs,
     /// Print the measurements as JSON.
     #[arg(long)]
     json: bool,
@@ -220,8 +223,8 @@ fn main() -> ExitCode {
 fn run_command(args: RunArgs) -> tilemm::Result<ExitCode> {
     let plan = Plan::new(args.kernel, args.tpb)?;
     let options = RunOptions {
-        backend: args.backend,
-        device: args.device,
+        backend: args.target.backend,
+        device: args.target.device,
         plan,
     };
     let outcome = match (&args.a, &args.b) {
@@ -270,7 +273,7 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
         .map(|&Size(m, k, n)| Problem::new(m, k, n))
         .collect::<tilemm::Result<Vec<_>>>()?;
     let mut notes = Vec::new();
-    let gpu = open_device(args.backend, args.device, &mut notes)?;
+    let gpu = open_device(args.target.backend, args.target.device, &mut notes)?;
     // Refuse every impossible size before measuring anything.
     for problem in &problems {
         if let Some(gpu) = &gpu {
@@ -308,23 +311,20 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
     let mut all = Vec::new();
     for problem in &problems {
         let kind = check_host_memory(problem, 1)?;
-        let (a, b) = inputs::random_operands(problem, 0);
-        let reference = Reference::compute(problem, &a, &b, kind)?;
+        let work = bench::Workload::random(problem, 0, kind)?;
         let mut rows = Vec::new();
         if let Some(gpu) = &gpu {
             for plan in &plans {
-                rows.push(bench::gpu_kernel(
-                    gpu, problem, plan, &a, &b, &reference, repeat,
-                )?);
+                rows.push(bench::gpu_kernel(gpu, &work, plan, repeat)?);
             }
             // The vendor library on the same device and matrices: the bar the ladder climbs to.
-            match vendor_baseline(gpu, problem, &a, &b, &reference, repeat) {
+            match vendor_baseline(gpu, &work, repeat) {
                 Some(Ok(baseline)) => rows.push(baseline),
                 Some(Err(err)) if !args.json => say!("note: vendor baseline skipped: {err}"),
                 _ => {}
             }
         }
-        rows.push(bench::cpu_gemm(problem, &a, &b, &reference, repeat)?);
+        rows.push(bench::cpu_gemm(&work, repeat)?);
         for m in &rows {
             if !args.json {
                 say!(
@@ -363,33 +363,24 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
 /// cuBLAS on a CUDA device, rocBLAS on a HIP device; `None` for wgpu, which has no vendor BLAS.
 fn vendor_baseline(
     gpu: &tilemm::GpuSession,
-    problem: &Problem,
-    a: &[f32],
-    b: &[f32],
-    reference: &Reference,
+    work: &bench::Workload,
     repeat: usize,
 ) -> Option<tilemm::Result<bench::Measurement>> {
     match gpu.backend() {
         #[cfg(feature = "cuda")]
         Backend::Cuda => Some(tilemm::vendor_blas::cublas_sgemm(
             gpu.info().index,
-            problem,
-            a,
-            b,
-            reference,
+            work,
             repeat,
         )),
         #[cfg(feature = "hip")]
         Backend::Hip => Some(tilemm::vendor_blas::rocblas_sgemm(
             gpu.info().index,
-            problem,
-            a,
-            b,
-            reference,
+            work,
             repeat,
         )),
         _ => {
-            let _ = (problem, a, b, reference, repeat);
+            let _ = (work, repeat);
             None
         }
     }

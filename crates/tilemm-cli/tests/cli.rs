@@ -421,46 +421,6 @@ fn nvidia_driver_present() -> bool {
     .any(|p| Path::new(p).exists())
 }
 
-#[cfg(feature = "cuda")]
-#[test]
-fn cuda_backend_runs_or_says_the_driver_is_missing() {
-    let out = tilemm(&[
-        "run",
-        "--backend",
-        "cuda",
-        "-m",
-        "97",
-        "-k",
-        "131",
-        "-n",
-        "53",
-    ]);
-    if nvidia_driver_present() {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}{}",
-            stdout(&out),
-            stderr(&out)
-        );
-        assert!(stdout(&out).contains("result      PASS"));
-    } else {
-        assert_refused(
-            &["run", "--backend", "cuda"],
-            &["no NVIDIA driver found", "libcuda.so"],
-        );
-        let devices = stdout(&tilemm(&["devices"]));
-        assert!(devices.contains("cuda: no device found"), "{devices}");
-        // Without --backend, tilemm moves on to the next backend instead of failing.
-        assert_eq!(
-            tilemm(&["run", "-m", "8", "-k", "8", "-n", "8"])
-                .status
-                .code(),
-            Some(0)
-        );
-    }
-}
-
 #[test]
 fn emit_prints_each_targets_source_without_any_device() {
     // No Vulkan driver and (on these machines) no GPU: emitting needs no device.
@@ -619,14 +579,29 @@ fn rocm_present() -> bool {
         })
 }
 
-#[cfg(feature = "hip")]
+#[cfg(not(feature = "hip"))]
 #[test]
-fn hip_backend_runs_or_says_rocm_is_missing() {
-    if rocm_present() {
+fn hip_in_a_build_without_it_is_refused() {
+    assert_refused(
+        &["run", "--backend", "hip"],
+        &["without the hip backend", "--features hip"],
+    );
+}
+
+/// With its driver, `--backend B` runs and passes; without it, `run` and `bench` refuse in one
+/// line naming what is missing, `devices` says so, and a run without `--backend` moves on to the
+/// next backend instead of failing.
+#[cfg(any(feature = "cuda", feature = "hip"))]
+fn vendor_backend_runs_or_says_what_is_missing(
+    backend: &str,
+    driver_present: bool,
+    missing: &[&str],
+) {
+    if driver_present {
         let out = tilemm(&[
             "run",
             "--backend",
-            "hip",
+            backend,
             "-m",
             "97",
             "-k",
@@ -642,25 +617,35 @@ fn hip_backend_runs_or_says_rocm_is_missing() {
             stderr(&out)
         );
         assert!(stdout(&out).contains("result      PASS"));
-    } else {
-        assert_refused(
-            &["run", "--backend", "hip"],
-            &["no AMD ROCm runtime found", "ROCm"],
-        );
-        assert_refused(
-            &["bench", "--backend", "hip"],
-            &["no AMD ROCm runtime found"],
-        );
-        let devices = stdout(&tilemm(&["devices"]));
-        assert!(devices.contains("hip: no device found"), "{devices}");
+        return;
     }
+    assert_refused(&["run", "--backend", backend], missing);
+    assert_refused(&["bench", "--backend", backend], missing);
+    let devices = stdout(&tilemm(&["devices"]));
+    assert!(
+        devices.contains(&format!("{backend}: no device found")),
+        "{devices}"
+    );
+    let auto = tilemm(&["run", "-m", "8", "-k", "8", "-n", "8"]);
+    assert_eq!(auto.status.code(), Some(0), "{}", stderr(&auto));
 }
 
-#[cfg(not(feature = "hip"))]
+#[cfg(feature = "cuda")]
 #[test]
-fn hip_in_a_build_without_it_is_refused() {
-    assert_refused(
-        &["run", "--backend", "hip"],
-        &["without the hip backend", "--features hip"],
+fn cuda_backend_runs_or_says_the_driver_is_missing() {
+    vendor_backend_runs_or_says_what_is_missing(
+        "cuda",
+        nvidia_driver_present(),
+        &["no NVIDIA driver found", "libcuda.so"],
+    );
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_backend_runs_or_says_rocm_is_missing() {
+    vendor_backend_runs_or_says_what_is_missing(
+        "hip",
+        rocm_present(),
+        &["no AMD ROCm runtime found", "libamdhip64.so"],
     );
 }

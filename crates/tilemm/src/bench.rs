@@ -9,9 +9,36 @@ use serde::Serialize;
 use crate::backend::GpuSession;
 use crate::cpu;
 use crate::error::Result;
+use crate::inputs::random_operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
-use crate::verify::Reference;
+use crate::verify::{Reference, ReferenceKind};
+
+/// One problem's operands and reference, measured by every implementation in turn.
+pub struct Workload {
+    /// The product.
+    pub problem: Problem,
+    /// A, row-major.
+    pub a: Vec<f32>,
+    /// B, row-major.
+    pub b: Vec<f32>,
+    /// What every result is checked against.
+    pub reference: Reference,
+}
+
+impl Workload {
+    /// Random signed operands from `seed` and their reference of `kind`.
+    pub fn random(problem: &Problem, seed: u64, kind: ReferenceKind) -> Result<Self> {
+        let (a, b) = random_operands(problem, seed);
+        let reference = Reference::compute(problem, &a, &b, kind)?;
+        Ok(Workload {
+            problem: *problem,
+            a,
+            b,
+            reference,
+        })
+    }
+}
 
 /// The timings of one implementation on one problem.
 #[derive(Clone, Debug, Serialize)]
@@ -63,13 +90,16 @@ pub(crate) fn measurement(
 /// Times the kernel of `plan` (kernel time alone) `repeat` times after one warm-up run.
 pub fn gpu_kernel(
     gpu: &GpuSession,
-    problem: &Problem,
+    work: &Workload,
     plan: &Plan,
-    a: &[f32],
-    b: &[f32],
-    reference: &Reference,
     repeat: usize,
 ) -> Result<Measurement> {
+    let Workload {
+        problem,
+        a,
+        b,
+        reference,
+    } = work;
     let warm = gpu.matmul(problem, plan, a, b)?;
     let verified = reference.check(&warm.c).pass;
     let mut samples = Vec::with_capacity(repeat);
@@ -91,13 +121,13 @@ pub fn gpu_kernel(
 }
 
 /// Times the CPU path `repeat` times after one warm-up run.
-pub fn cpu_gemm(
-    problem: &Problem,
-    a: &[f32],
-    b: &[f32],
-    reference: &Reference,
-    repeat: usize,
-) -> Result<Measurement> {
+pub fn cpu_gemm(work: &Workload, repeat: usize) -> Result<Measurement> {
+    let Workload {
+        problem,
+        a,
+        b,
+        reference,
+    } = work;
     let verified = reference.check(&cpu::matmul(problem, a, b)?).pass;
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
@@ -118,15 +148,12 @@ pub fn cpu_gemm(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inputs::random_operands;
-    use crate::verify::ReferenceKind;
 
     #[test]
     fn cpu_measurement_has_a_median_and_is_verified() {
         let p = Problem::new(64, 48, 32).unwrap();
-        let (a, b) = random_operands(&p, 3);
-        let r = Reference::compute(&p, &a, &b, ReferenceKind::F64).unwrap();
-        let m = cpu_gemm(&p, &a, &b, &r, 3).unwrap();
+        let work = Workload::random(&p, 3, ReferenceKind::F64).unwrap();
+        let m = cpu_gemm(&work, 3).unwrap();
         assert_eq!(m.samples_ms.len(), 3);
         assert!(m.min_ms <= m.median_ms && m.median_ms > 0.0);
         assert!(m.verified);

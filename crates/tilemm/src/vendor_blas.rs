@@ -3,25 +3,20 @@
 //! then the median of timed calls) and checked against the same reference.
 
 #[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::bench::{measurement, Measurement};
+use crate::bench::{measurement, Measurement, Workload};
 #[cfg(any(feature = "cuda", feature = "hip"))]
 use crate::error::{Error, Result};
-#[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::problem::Problem;
-#[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::verify::Reference;
 
 /// cuBLAS SGEMM on CUDA device `index`: row-major C = A·B computed as column-major
 /// Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.
 #[cfg(feature = "cuda")]
-pub fn cublas_sgemm(
-    index: usize,
-    problem: &Problem,
-    a: &[f32],
-    b: &[f32],
-    reference: &Reference,
-    repeat: usize,
-) -> Result<Measurement> {
+pub fn cublas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Measurement> {
+    let Workload {
+        problem,
+        a,
+        b,
+        reference,
+    } = work;
     use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
     use cudarc::driver::{sys::CUevent_flags, CudaContext};
 
@@ -151,14 +146,13 @@ mod rocblas {
 /// rocBLAS SGEMM on HIP device `index`, the row-major product computed as column-major
 /// Cᵀ = Bᵀ·Aᵀ like the cuBLAS baseline.
 #[cfg(feature = "hip")]
-pub fn rocblas_sgemm(
-    index: usize,
-    problem: &Problem,
-    a: &[f32],
-    b: &[f32],
-    reference: &Reference,
-    repeat: usize,
-) -> Result<Measurement> {
+pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Measurement> {
+    let Workload {
+        problem,
+        a,
+        b,
+        reference,
+    } = work;
     use std::os::raw::c_void;
 
     use cubecl_hip_sys as hip;

@@ -218,16 +218,16 @@ mod tests {
         Problem::new(m, k, n).unwrap()
     }
 
+    /// [1 2 3; 4 5 6] · [7 8; 9 10; 11 12] = [58 64; 139 154].
+    fn small_reference() -> Reference {
+        let a = [1., 2., 3., 4., 5., 6.];
+        let b = [7., 8., 9., 10., 11., 12.];
+        Reference::compute(&problem(2, 3, 2), &a, &b, ReferenceKind::F64).unwrap()
+    }
+
     #[test]
     fn exact_result_passes_with_zero_error() {
-        let p = problem(2, 3, 2);
-        let r = Reference::compute(
-            &p,
-            &[1., 2., 3., 4., 5., 6.],
-            &[7., 8., 9., 10., 11., 12.],
-            ReferenceKind::F64,
-        )
-        .unwrap();
+        let r = small_reference();
         let v = r.check(&[58., 64., 139., 154.]);
         assert!(v.pass);
         assert_eq!(v.max_abs_err, 0.0);
@@ -236,14 +236,7 @@ mod tests {
 
     #[test]
     fn an_error_beyond_the_bound_fails_and_is_located() {
-        let p = problem(2, 3, 2);
-        let r = Reference::compute(
-            &p,
-            &[1., 2., 3., 4., 5., 6.],
-            &[7., 8., 9., 10., 11., 12.],
-            ReferenceKind::F64,
-        )
-        .unwrap();
+        let r = small_reference();
         // 139 + 1e-3 is far beyond γ₃·(|A|·|B|) ≈ 3·2⁻²⁴·139.
         let v = r.check(&[58., 64., 139.001, 154.]);
         assert!(!v.pass);
