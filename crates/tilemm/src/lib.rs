@@ -20,6 +20,8 @@
 //! # Ok::<(), tilemm::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod bench;
 pub mod compile_check;
