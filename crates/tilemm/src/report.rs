@@ -205,14 +205,21 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "bound       |c − ref| ≤ {:.3e}·(|A|·|B|) + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, u = 2^-24); worst err/bound {:.3e}",
-            v.bound_factor, v.bound_floor, p.k, v.worst_err_over_bound
+            "bound       |c − ref| ≤ {:.3e}·(|A|·|B|) + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, u = {:.3e}); worst err/bound {:.3e}",
+            v.bound_factor,
+            v.bound_floor,
+            p.k,
+            p.dtype.unit_roundoff(),
+            v.worst_err_over_bound
         )?;
         if let Some(ulps) = v.err_in_ulps {
+            let dtype = p.dtype.name();
             let verdict = if ulps <= v.ulps_warning_level {
-                "as expected for f32 accumulation"
+                format!("as expected for {dtype} accumulation")
             } else {
-                "WARNING: more than f32 accumulation explains; lower precision somewhere?"
+                format!(
+                    "WARNING: more than {dtype} accumulation explains; lower precision somewhere?"
+                )
             };
             writeln!(
                 f,
