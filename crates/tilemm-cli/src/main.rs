@@ -432,6 +432,22 @@ fn compile_check_command(args: CompileCheckArgs) -> tilemm::Result<ExitCode> {
             serde_json::to_string_pretty(&results).expect("results serialize")
         );
     } else {
+        if args
+            .archs
+            .iter()
+            .any(|a| a.vendor == compile_check::Vendor::Amd)
+        {
+            match compile_check::hip_headers() {
+                Some(dir) => say!(
+                    "AMD sources were also compiled against the HIP headers in {}",
+                    dir.display()
+                ),
+                None => say!(
+                    "no HIP headers found (ROCm, or Debian's libamdhip64-dev): AMD sources were \
+                     compiled against tilemm's stand-in header only"
+                ),
+            }
+        }
         say!("{} compiled, {failures} failed", results.len() - failures);
     }
     Ok(if failures == 0 {

@@ -511,6 +511,8 @@ fn compile_check_reports_amd_resources_through_clang() {
         assert_eq!(fields[10], dynamic, "dynamic shared bytes in {row}");
     }
     assert!(text.trim_end().ends_with("4 compiled, 0 failed"), "{text}");
+    // Says whether the sources were also checked against ROCm's own headers.
+    assert!(text.contains("HIP headers"), "{text}");
 }
 
 #[test]

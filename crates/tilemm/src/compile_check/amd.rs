@@ -31,6 +31,62 @@ pub(super) fn find_clang(tools: &Toolchain) -> Result<PathBuf> {
         .ok_or_else(|| tool_error("clang", CLANG_HINT))
 }
 
+/// The include directory of ROCm's real HIP headers, if installed (ROCm, or Debian's
+/// `libamdhip64-dev`).
+pub fn hip_headers() -> Option<PathBuf> {
+    ["ROCM_PATH", "HIP_PATH"]
+        .into_iter()
+        .filter_map(std::env::var_os)
+        .map(|root| PathBuf::from(root).join("include"))
+        .chain(["/opt/rocm/include".into(), "/usr/include".into()])
+        .find(|dir| dir.join("hip/hip_runtime.h").is_file())
+}
+
+/// Compiles `kernel` against the real HIP headers in `include` (syntax and types only: without
+/// ROCm's device libraries the code generation would call into missing functions).
+fn check_against_hip_headers(
+    clang: &Path,
+    arch: &Arch,
+    kernel: &Path,
+    include: &Path,
+) -> Result<()> {
+    let output = Command::new(clang)
+        .args([
+            "-x",
+            "hip",
+            "--cuda-device-only",
+            "-nogpulib",
+            "-nogpuinc",
+            "-fsyntax-only",
+        ])
+        .args([
+            "-D__HIP_PLATFORM_AMD__",
+            "-include",
+            "__clang_hip_runtime_wrapper.h",
+        ])
+        .arg(format!("--offload-arch={}", arch.name))
+        .arg("-I")
+        .arg(include)
+        .arg(kernel)
+        .output()
+        .map_err(|e| tool_error("clang", e))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first_error = stderr
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("failed");
+    Err(tool_error(
+        "clang",
+        format!(
+            "against the HIP headers in {}: {first_error}",
+            include.display()
+        ),
+    ))
+}
+
 /// A scratch directory that removes itself.
 struct ScratchDir(PathBuf);
 
@@ -98,7 +154,11 @@ pub(super) fn check(
         .output()
         .map_err(io)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
+    if output.status.success() {
+        if let Some(include) = hip_headers() {
+            check_against_hip_headers(&clang, arch, &kernel, &include)?;
+        }
+    } else {
         let first_error = stderr
             .lines()
             .find(|l| l.contains("error"))

@@ -6,7 +6,8 @@
 //! generated HIP source through a plain clang (Debian `clang-15`, no ROCm), whose
 //! `-Rpass-analysis=kernel-resource-usage` remarks report SGPRs, VGPRs, scratch and spills; a
 //! small header stands in for `<hip/hip_runtime.h>`, mapping indices and barriers to the AMDGPU
-//! builtins HIP itself uses.
+//! builtins HIP itself uses. Where ROCm's real HIP headers are installed (ROCm, or Debian's
+//! `libamdhip64-dev`), each HIP source is also compiled against them, syntax and types only.
 //!
 //! Shared memory is sized at launch (CubeCL declares one dynamic `extern __shared__` array), so
 //! compilers report only static shared memory; the plan's own figure is added for occupancy.
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+pub use amd::hip_headers;
 pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 
 use crate::emit::{self, Target};
