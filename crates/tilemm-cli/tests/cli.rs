@@ -651,3 +651,68 @@ fn hip_backend_runs_or_says_rocm_is_missing() {
         &["no AMD ROCm runtime found", "libamdhip64.so"],
     );
 }
+
+/// A stand-in clang: answers `--version`, then prints `stderr` and exits with `code`.
+fn fake_clang(dir: &Path, stderr_text: &str, code: i32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("clang");
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\ncat >&2 <<'EOF'\n{stderr_text}\nEOF\nexit {code}\n"
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn compile_check_fails_on_a_compile_error_and_on_a_spill() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |clang: &Path| {
+        tilemm(&[
+            "compile-check",
+            "--archs",
+            "gfx90a",
+            "--kernels",
+            "tiled",
+            "--tpb",
+            "16",
+            "--clang",
+            clang.to_str().unwrap(),
+        ])
+    };
+    let broken = fake_clang(
+        dir.path(),
+        "kernel.hip:3:1: error: unknown type name 'uint3'",
+        1,
+    );
+    let out = args(&broken);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("FAIL") && text.contains("unknown type name 'uint3'"),
+        "{text}"
+    );
+    assert!(text.contains("0 compiled, 1 failed"), "{text}");
+
+    let remarks = [
+        "SGPRs: 20",
+        "VGPRs: 256",
+        "ScratchSize [bytes/lane]: 64",
+        "Occupancy [waves/SIMD]: 2",
+        "SGPRs Spill: 0",
+        "VGPRs Spill: 12",
+        "LDS Size [bytes/block]: 0",
+    ]
+    .map(|r| format!("k.hip:1:1: remark:     {r} [-Rpass-analysis=kernel-resource-usage]"))
+    .join("\n");
+    let spilling = dir.path().join("spilling");
+    std::fs::create_dir(&spilling).unwrap();
+    let out = args(&fake_clang(&spilling, &remarks, 0));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let row = text.lines().find(|l| l.starts_with("tiled")).unwrap();
+    assert!(
+        row.contains("256 V + 20 S") && row.ends_with("FAIL: spills"),
+        "{row}"
+    );
+}

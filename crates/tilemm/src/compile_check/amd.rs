@@ -50,21 +50,9 @@ fn check_against_hip_headers(
     kernel: &Path,
     include: &Path,
 ) -> Result<()> {
-    let output = Command::new(clang)
-        .args([
-            "-x",
-            "hip",
-            "--cuda-device-only",
-            "-nogpulib",
-            "-nogpuinc",
-            "-fsyntax-only",
-        ])
-        .args([
-            "-D__HIP_PLATFORM_AMD__",
-            "-include",
-            "__clang_hip_runtime_wrapper.h",
-        ])
-        .arg(format!("--offload-arch={}", arch.name))
+    let output = device_compile(clang, arch)
+        .args(["-fsyntax-only", "-D__HIP_PLATFORM_AMD__"])
+        .args(["-include", "__clang_hip_runtime_wrapper.h"])
         .arg("-I")
         .arg(include)
         .arg(kernel)
@@ -73,18 +61,32 @@ fn check_against_hip_headers(
     if output.status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let first_error = stderr
-        .lines()
-        .find(|l| l.contains("error"))
-        .unwrap_or("failed");
     Err(tool_error(
         "clang",
         format!(
-            "against the HIP headers in {}: {first_error}",
-            include.display()
+            "against the HIP headers in {}: {}",
+            include.display(),
+            first_error(&output.stderr)
         ),
     ))
+}
+
+/// clang compiling HIP device code for `arch`, without ROCm's device libraries or headers.
+fn device_compile(clang: &Path, arch: &Arch) -> Command {
+    let mut command = Command::new(clang);
+    command
+        .args(["-x", "hip", "--cuda-device-only", "-nogpulib", "-nogpuinc"])
+        .arg(format!("--offload-arch={}", arch.name));
+    command
+}
+
+/// The first line of a compiler's output that reports an error.
+fn first_error(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("compilation failed")
+        .to_string()
 }
 
 /// A scratch directory that removes itself.
@@ -134,40 +136,30 @@ pub(super) fn check(
     std::fs::write(dir.path().join("hip/hip_runtime.h"), HIP_SHIM).map_err(io)?;
     let kernel = dir.path().join("kernel.hip");
     std::fs::write(&kernel, source).map_err(io)?;
-    let output = Command::new(&clang)
-        .args([
-            "-x",
-            "hip",
-            "--cuda-device-only",
-            "-nogpulib",
-            "-nogpuinc",
-            "-O3",
-            "-S",
-        ])
-        .arg(format!("--offload-arch={}", arch.name))
+    let output = device_compile(&clang, arch)
+        .args(["-O3", "-S", "-Rpass-analysis=kernel-resource-usage"])
         .arg("-I")
         .arg(dir.path())
         .arg("-o")
         .arg(dir.path().join("kernel.s"))
-        .arg("-Rpass-analysis=kernel-resource-usage")
         .arg(&kernel)
         .output()
         .map_err(io)?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if output.status.success() {
-        if let Some(include) = hip_headers() {
-            check_against_hip_headers(&clang, arch, &kernel, &include)?;
-        }
-    } else {
-        let first_error = stderr
-            .lines()
-            .find(|l| l.contains("error"))
-            .unwrap_or("compilation failed");
+    if !output.status.success() {
         return Err(tool_error(
             "clang",
-            format!("{} for {}: {first_error}", plan, arch.name),
+            format!(
+                "{} for {}: {}",
+                plan,
+                arch.name,
+                first_error(&output.stderr)
+            ),
         ));
     }
+    if let Some(include) = hip_headers() {
+        check_against_hip_headers(&clang, arch, &kernel, &include)?;
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
     let value = |name: &str| {
         remark(&stderr, name).ok_or_else(|| {
             tool_error(
