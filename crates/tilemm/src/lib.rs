@@ -1,17 +1,17 @@
 //! tilemm: fast matrix multiplication on the GPUs of every vendor.
 //!
 //! Kernels are written once in Rust with [CubeCL](https://github.com/tracel-ai/cubecl) and
-//! JIT-compiled for wgpu (Vulkan, Metal, DX12) or CUDA. A [`Problem`] (shapes, layouts, dtype)
+//! JIT-compiled for wgpu (Vulkan, Metal, DX12), CUDA or HIP. A [`Problem`] (shapes, layouts, dtype)
 //! is decided once; a [`Plan`] says which kernel runs and how; [`GpuSession::matmul`] runs it;
 //! [`verify::Reference`] checks any result against a CPU reference under an error bound that
-//! grows with K; [`run::run`] is the whole experiment of numba's matmul example, with a
+//! grows with K; [`run::Runner`] is the whole experiment of numba's matmul example, with a
 //! [`report::Report`] of where the time went.
 //!
-//! ```no_run
+//! ```
 //! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Problem};
 //! use tilemm::verify::{Reference, ReferenceKind};
 //!
-//! let problem = Problem::new(1000, 777, 513)?;
+//! let problem = Problem::new(100, 77, 51)?;
 //! let (a, b) = inputs::random_operands(&problem, 0);
 //! let gpu = GpuSession::open(Backend::Wgpu, None)?;
 //! let run = gpu.matmul(&problem, &Plan::new(Kernel::Tiled, 16)?, &a, &b)?;
