@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tilemm::backend::{install_hint, list_devices, open_device};
+use tilemm::backend::{default_device, install_hint, list_devices, open_device};
 use tilemm::bench;
 use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
@@ -473,6 +473,11 @@ fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
                 "devices": devices,
             })).collect::<Vec<_>>(),
             "cpu": { "implementation": tilemm::cpu::CPU_GEMM, "threads": tilemm::cpu::threads() },
+            "default": found
+                .iter()
+                .find_map(|(b, devices)| default_device(*b, devices).map(|i| serde_json::json!({
+                    "backend": b, "index": i,
+                }))),
         });
         say!(
             "{}",
@@ -480,6 +485,10 @@ fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // Without --backend/--device, `run` takes the first backend with a device, and its default.
+    let chosen = found
+        .iter()
+        .find_map(|(b, devices)| default_device(*b, devices).map(|i| (*b, i)));
     for (backend, devices) in &found {
         if devices.is_empty() {
             say!("{backend}: no device found");
@@ -487,8 +496,13 @@ fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
         }
         for d in devices {
             let l = &d.limits;
+            let mark = if chosen == Some((*backend, d.index)) {
+                "  [default]"
+            } else {
+                ""
+            };
             say!(
-                "{backend} #{}: {} ({}, {})",
+                "{backend} #{}: {} ({}, {}){mark}",
                 d.index,
                 d.name,
                 d.kind.name(),

@@ -187,8 +187,14 @@ fn devices_lists_the_adapter_and_its_limits() {
     ] {
         assert!(text.contains(limit), "{text}");
     }
+    // The adapter `run` would pick is marked.
+    assert!(
+        text.contains("wgpu #0:") && text.contains("[default]"),
+        "{text}"
+    );
     let out = tilemm(&["devices", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["default"]["backend"], "wgpu", "{v}");
     let devices = &wgpu_entry(&v)["devices"];
     assert!(
         devices[0]["limits"]["max_binding_bytes"].as_u64().unwrap() > 0,

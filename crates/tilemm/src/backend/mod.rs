@@ -201,6 +201,16 @@ pub fn open_device(
     }
 }
 
+/// The device `tilemm run` picks among `devices` of `backend` when no `--device` is given:
+/// wgpu's best adapter (discrete, integrated, virtual, other, CPU), else the first device.
+pub fn default_device(backend: Backend, devices: &[DeviceInfo]) -> Option<usize> {
+    match backend {
+        #[cfg(feature = "wgpu")]
+        Backend::Wgpu if !devices.is_empty() => Some(wgpu::best(devices)),
+        _ => devices.first().map(|d| d.index),
+    }
+}
+
 /// What to install so that some GPU backend of this build finds a device.
 pub fn install_hint() -> String {
     let mut hints = Vec::new();
@@ -211,4 +221,59 @@ pub fn install_hint() -> String {
     #[cfg(feature = "wgpu")]
     hints.push(format!("for wgpu, {}", wgpu::INSTALL_HINT));
     hints.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{DeviceKind, DeviceLimits};
+
+    fn device(index: usize, kind: DeviceKind) -> DeviceInfo {
+        DeviceInfo {
+            index,
+            name: format!("dev{index}"),
+            kind,
+            api: "Vulkan".into(),
+            driver: String::new(),
+            timestamps: true,
+            limits: DeviceLimits {
+                max_shared_bytes: 0,
+                max_units_per_cube: 0,
+                max_cube_dim: [0; 3],
+                max_cube_count: [0; 3],
+                max_binding_bytes: 0,
+                max_buffer_bytes: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn the_default_prefers_discrete_then_integrated_then_cpu_adapters() {
+        let devices = [
+            device(0, DeviceKind::Cpu),
+            device(1, DeviceKind::IntegratedGpu),
+            device(2, DeviceKind::DiscreteGpu),
+            device(3, DeviceKind::DiscreteGpu),
+        ];
+        #[cfg(feature = "wgpu")]
+        {
+            assert_eq!(default_device(Backend::Wgpu, &devices), Some(2));
+            assert_eq!(default_device(Backend::Wgpu, &devices[..2]), Some(1));
+            assert_eq!(default_device(Backend::Wgpu, &devices[..1]), Some(0));
+            assert_eq!(default_device(Backend::Wgpu, &[]), None);
+        }
+        // The vendor runtimes number only GPUs: their default is device 0.
+        assert_eq!(default_device(Backend::Cuda, &devices[1..]), Some(1));
+    }
+
+    #[test]
+    fn backends_parse_by_name_and_say_what_is_built() {
+        assert_eq!("hip".parse::<Backend>(), Ok(Backend::Hip));
+        assert!("opencl"
+            .parse::<Backend>()
+            .unwrap_err()
+            .contains("wgpu, cuda, hip, cpu"));
+        assert!(Backend::Cpu.is_built());
+        assert_eq!(Backend::Cuda.is_built(), cfg!(feature = "cuda"));
+    }
 }
