@@ -222,6 +222,16 @@ fn main() -> ExitCode {
 
 fn run_command(args: RunArgs) -> tilemm::Result<ExitCode> {
     let plan = Plan::new(args.kernel, args.tpb)?;
+    if let Some(out) = &args.out {
+        // Refuse an unwritable destination before the run, not after it.
+        let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return Err(tilemm::Error::WriteMatrix {
+                path: out.clone(),
+                reason: "its directory does not exist".into(),
+            });
+        }
+    }
     let options = RunOptions {
         backend: args.target.backend,
         device: args.target.device,

@@ -326,7 +326,26 @@ fn cuda_in_a_build_without_it_is_refused() {
 }
 
 #[test]
-fn bad_output_path_is_refused() {
+fn bad_output_path_is_refused_before_the_run() {
+    assert_refused(
+        &[
+            "run",
+            "-m",
+            "4",
+            "-k",
+            "4",
+            "-n",
+            "4",
+            "--out",
+            "/nonexistent-dir/C.npy",
+        ],
+        &[
+            "cannot write /nonexistent-dir/C.npy",
+            "directory does not exist",
+        ],
+    );
+    // A directory as the file: the run happens, the write fails, and no report claims success.
+    let dir = tempfile::tempdir().unwrap();
     let out = tilemm(&[
         "run",
         "-m",
@@ -336,14 +355,11 @@ fn bad_output_path_is_refused() {
         "-n",
         "4",
         "--out",
-        "/nonexistent-dir/C.npy",
+        dir.path().to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("cannot write /nonexistent-dir/C.npy"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("PASS"), "{}", stdout(&out));
 }
 
 #[test]
@@ -721,4 +737,20 @@ fn compile_check_fails_on_a_compile_error_and_on_a_spill() {
         row.contains("256 V + 20 S") && row.ends_with("FAIL: spills"),
         "{row}"
     );
+}
+
+#[test]
+fn a_truncated_npy_file_is_refused_not_allocated() {
+    // The header claims 100000×100000 f32 (40 GB); the file holds 64 bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lying.npy");
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }";
+    let padded = format!("{header:<117}\n");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(padded.as_bytes());
+    bytes.extend_from_slice(&[0u8; 64]);
+    std::fs::write(&path, bytes).unwrap();
+    let p = path.to_str().unwrap();
+    assert_refused(&["run", "--a", p, "--b", p], &["lying.npy", "truncated"]);
 }

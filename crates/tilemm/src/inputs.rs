@@ -1,9 +1,11 @@
 //! Where A and B come from (seeded random data or `.npy` files) and where C goes.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
-use ndarray::Array2;
-use ndarray_npy::{ReadNpyError, WriteNpyError};
+use ndarray::{Array2, ArrayView2};
+use ndarray_npy::{ViewNpyError, ViewNpyExt, WriteNpyError};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -24,29 +26,44 @@ pub fn random_operands(problem: &Problem, seed: u64) -> (Vec<f32>, Vec<f32>) {
 
 /// Reads a 2-D f32 `.npy` file: its shape (rows, columns) and its elements in row-major order
 /// (Fortran-ordered files are reordered).
+///
+/// The file is read whole into a buffer sized by the file, never by its header, so a header
+/// that claims more data than the file holds is reported, not allocated.
 pub fn read_matrix(path: &Path) -> Result<((usize, usize), Vec<f32>)> {
     let error = |reason: String| Error::ReadMatrix {
         path: path.to_path_buf(),
         reason,
     };
-    let array: Array2<f32> = ndarray_npy::read_npy(path).map_err(|e| {
+    let mut file = File::open(path).map_err(|e| error(e.to_string()))?;
+    let len = file.metadata().map_err(|e| error(e.to_string()))?.len();
+    let len =
+        usize::try_from(len).map_err(|_| error("larger than this machine can address".into()))?;
+    // f32 words keep the data (which .npy pads to a 16-byte boundary) aligned for a view.
+    let mut words = vec![0f32; len.div_ceil(4)];
+    // SAFETY: the byte view covers `len` ≤ 4·words.len() bytes of the vector's own allocation,
+    // and every byte pattern is a valid f32.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), len) };
+    file.read_exact(bytes).map_err(|e| error(e.to_string()))?;
+    let view = ArrayView2::<f32>::view_npy(bytes).map_err(|e| {
         error(match e {
-            ReadNpyError::Io(io) => io.to_string(),
-            ReadNpyError::WrongNdim(_, ndim) => {
+            ViewNpyError::Io(io) => io.to_string(),
+            ViewNpyError::WrongNdim(_, ndim) => {
                 format!("expected a 2-D array (a matrix), found {ndim} dimension(s)")
             }
-            ReadNpyError::WrongDescriptor(descr) => format!(
+            ViewNpyError::WrongDescriptor(descr) => format!(
                 "expected dtype float32 ('<f4'), found {descr} (convert with `a.astype(np.float32)`)"
+            ),
+            ViewNpyError::NonNativeEndian => {
+                "big-endian float32: save it in native byte order (`a.astype('<f4')`)".into()
+            }
+            ViewNpyError::MissingBytes(missing) => format!(
+                "truncated: its header describes {missing} more bytes of data than the file holds"
             ),
             other => format!("not a valid .npy file: {other}"),
         })
     })?;
-    let shape = array.dim();
-    let data = if array.is_standard_layout() {
-        array.into_raw_vec_and_offset().0
-    } else {
-        array.as_standard_layout().iter().copied().collect()
-    };
+    let shape = view.dim();
+    let data = view.as_standard_layout().iter().copied().collect();
     Ok((shape, data))
 }
 
@@ -117,6 +134,21 @@ mod tests {
             read_matrix(&path).unwrap(),
             ((2, 3), vec![1., 2., 3., 4., 5., 6.])
         );
+    }
+
+    #[test]
+    fn a_header_that_claims_more_than_the_file_holds_is_refused_without_allocating_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lying.npy");
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }";
+        let padded = format!("{header:<117}\n");
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(padded.as_bytes());
+        bytes.extend_from_slice(&[0u8; 64]);
+        std::fs::write(&path, bytes).unwrap();
+        let err = read_matrix(&path).unwrap_err().to_string();
+        assert!(err.contains("truncated"), "{err}");
     }
 
     #[test]
