@@ -47,6 +47,8 @@ pub struct Verification {
     pub bound_factor: f64,
     /// The bound's absolute floor (subnormal products).
     pub bound_floor: f64,
+    /// False when K·u ≥ 1/2: the bound then says nothing, and the result cannot pass.
+    pub bound_meaningful: bool,
     /// max |c − ref|ᵢⱼ / boundᵢⱼ: at most 1 to pass.
     pub worst_err_over_bound: f64,
     /// max |c − ref|ᵢⱼ / (u·(|A|·|B|)ᵢⱼ), against an f64 reference.
@@ -152,6 +154,7 @@ impl Reference {
             max_rel_err: 0.0,
             bound_factor: factor,
             bound_floor: floor,
+            bound_meaningful: !vacuous,
             worst_err_over_bound: 0.0,
             err_in_ulps: (self.kind == ReferenceKind::F64).then_some(0.0),
             ulps_warning_level: 2.0 * k.sqrt(),
@@ -242,6 +245,17 @@ mod tests {
         assert!(!v.pass);
         assert_eq!(v.failures, 1);
         assert_eq!(v.first_failure.map(|f| (f.0, f.1)), Some((1, 0)));
+    }
+
+    #[test]
+    fn a_k_too_large_for_the_bound_cannot_pass() {
+        // K·u ≥ 1/2 from K = 2²³ in f32; use the bound directly on a K just above it.
+        let k = 1 << 23;
+        let a = vec![0.0f32; k];
+        let r = Reference::compute(&problem(1, k, 1), &a, &a, ReferenceKind::F64).unwrap();
+        assert!(r.bound().is_none());
+        let v = r.check(&[0.0]);
+        assert!(!v.bound_meaningful && !v.pass, "{v:?}");
     }
 
     #[test]
