@@ -59,6 +59,17 @@ fn assert_refused(args: &[&str], expected: &[&str]) {
     );
 }
 
+/// A version-1 .npy file with `header` (a Python dict literal) and `data_bytes` zero bytes,
+/// written by hand so that it can say anything, true or not.
+fn write_raw_npy(path: &Path, header: &str, data_bytes: usize) {
+    let padded = format!("{header:<117}\n");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(padded.as_bytes());
+    bytes.resize(bytes.len() + data_bytes, 0);
+    std::fs::write(path, bytes).unwrap();
+}
+
 fn write(path: &Path, rows: usize, cols: usize, data: &[f32]) {
     write_matrix(path, rows, cols, data).unwrap();
 }
@@ -285,14 +296,11 @@ fn bad_files_are_refused() {
     );
 
     let f64_file = dir.path().join("f64.npy");
-    // A minimal .npy header for a 2×2 float64 array, followed by its 32 bytes.
-    let header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }";
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    let padded = format!("{header:<117}\n");
-    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(padded.as_bytes());
-    bytes.extend_from_slice(&[0u8; 32]);
-    std::fs::write(&f64_file, bytes).unwrap();
+    write_raw_npy(
+        &f64_file,
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+        32,
+    );
     assert_refused(
         &["run", "--a", f64_file.to_str().unwrap(), "--b", b_s],
         &["float32"],
@@ -745,12 +753,7 @@ fn a_truncated_npy_file_is_refused_not_allocated() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lying.npy");
     let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }";
-    let padded = format!("{header:<117}\n");
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(padded.as_bytes());
-    bytes.extend_from_slice(&[0u8; 64]);
-    std::fs::write(&path, bytes).unwrap();
+    write_raw_npy(&path, header, 64);
     let p = path.to_str().unwrap();
     assert_refused(&["run", "--a", p, "--b", p], &["lying.npy", "truncated"]);
 }
