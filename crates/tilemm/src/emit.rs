@@ -16,7 +16,7 @@ use cubecl::ir::{
 };
 use cubecl::prelude::*;
 use cubecl::profile::TimingMethod;
-use cubecl::{Compiler, ExecutionMode, WgpuCompilationOptions};
+use cubecl::{Compiler, ExecutionMode};
 use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
 
 use crate::error::{Error, Result};
@@ -158,53 +158,70 @@ fn compile_error(target: Target, e: impl fmt::Display) -> Error {
     }
 }
 
+/// Compiles `plan`'s IR with compiler `C`, as the runtime of `target` does.
+fn compile<C: Compiler + Default>(
+    plan: &Plan,
+    target: Target,
+    options: &C::CompilationOptions,
+) -> Result<String> {
+    let def = definition(
+        plan,
+        TargetProperties::default(),
+        &device_properties(target),
+    );
+    let kernel = C::default()
+        .compile(
+            def,
+            options,
+            ExecutionMode::Unchecked,
+            AddressType::U32.unsigned_type(),
+        )
+        .map_err(|e| compile_error(target, e))?;
+    Ok(kernel.to_string())
+}
+
 /// The source the JIT compiles for `plan` on `target`.
 pub fn source(plan: &Plan, target: Target) -> Result<String> {
-    let props = device_properties(target);
-    let mode = ExecutionMode::Unchecked;
-    let address = AddressType::U32.unsigned_type();
+    type Cuda = CppCompiler<cubecl_cpp::cuda::CudaDialect<cubecl_cpp::cuda::mma::CudaWmmaCompiler>>;
+    type Hip =
+        CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
+    // As CubeCL's runtimes set them: fast math everywhere, grid constants from sm_70 on,
+    // 64-wide wavefronts on CDNA.
+    let features = CppSupportedFeatures {
+        fast_math: true,
+        ..Default::default()
+    };
     match target {
-        Target::Cuda => {
-            type Cuda =
-                CppCompiler<cubecl_cpp::cuda::CudaDialect<cubecl_cpp::cuda::mma::CudaWmmaCompiler>>;
-            let options = CompilationOptions {
+        Target::Cuda => compile::<Cuda>(
+            plan,
+            target,
+            &CompilationOptions {
                 warp_size: 32,
                 supports_features: CppSupportedFeatures {
-                    fast_math: true,
                     grid_constants: true,
-                    ..Default::default()
+                    ..features
                 },
-            };
-            let def = definition(plan, TargetProperties::default(), &props);
-            let kernel = Cuda::default()
-                .compile(def, &options, mode, address)
-                .map_err(|e| compile_error(target, e))?;
-            Ok(kernel.to_string())
-        }
-        Target::Hip => {
-            type Hip = CppCompiler<
-                cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>,
-            >;
-            let options = CompilationOptions {
+            },
+        ),
+        Target::Hip => compile::<Hip>(
+            plan,
+            target,
+            &CompilationOptions {
                 warp_size: 64,
-                supports_features: CppSupportedFeatures {
-                    fast_math: true,
-                    ..Default::default()
-                },
-            };
-            let def = definition(plan, TargetProperties::default(), &props);
-            let kernel = Hip::default()
-                .compile(def, &options, mode, address)
-                .map_err(|e| compile_error(target, e))?;
-            Ok(kernel.to_string())
-        }
-        Target::Wgsl => {
-            let def = definition(plan, TargetProperties::default(), &props);
-            let shader = cubecl::wgpu::WgslCompiler::default()
-                .compile(def, &WgpuCompilationOptions::default(), mode, address)
-                .map_err(|e| compile_error(target, e))?;
-            Ok(shader.to_string())
-        }
+                supports_features: features,
+            },
+        ),
+        #[cfg(feature = "wgpu")]
+        Target::Wgsl => compile::<cubecl::wgpu::WgslCompiler>(
+            plan,
+            target,
+            &cubecl::WgpuCompilationOptions::default(),
+        ),
+        #[cfg(not(feature = "wgpu"))]
+        Target::Wgsl => Err(Error::BackendNotBuilt {
+            backend: "wgpu (WGSL)",
+            feature: "wgpu",
+        }),
     }
 }
 
@@ -213,6 +230,7 @@ mod tests {
     use super::*;
     use crate::plan::SUPPORTED_TPB;
     use cubecl::wgpu::WgpuRuntime;
+    use cubecl::WgpuCompilationOptions;
 
     /// The IR the `#[cube]` macro's own launch path builds on a real adapter, compiled to WGSL.
     fn runtime_wgsl(client: &ComputeClient<WgpuRuntime>, plan: &Plan) -> String {

@@ -91,6 +91,11 @@ impl Plan {
         Ok(Plan { kernel, tpb })
     }
 
+    /// Threads (units) per block.
+    pub fn threads_per_block(&self) -> u32 {
+        self.tpb * self.tpb
+    }
+
     /// Shared memory per block, in bytes, for elements of `dtype`.
     pub fn shared_bytes(&self, dtype: DType) -> usize {
         match self.kernel {
