@@ -142,11 +142,17 @@ fn definition(
     let m = <u32 as LaunchArg>::expand(&(), &mut builder);
     let k = <u32 as LaunchArg>::expand(&(), &mut builder);
     let n = <u32 as LaunchArg>::expand(&(), &mut builder);
+    let k_begin = <u32 as LaunchArg>::expand(&(), &mut builder);
+    let k_end = <u32 as LaunchArg>::expand(&(), &mut builder);
+    let accumulate = <u32 as LaunchArg>::expand(&(), &mut builder);
+    let scope = &mut builder.scope;
     match plan.kernel {
-        Kernel::Naive => naive::naive_matmul::expand::<f32>(&mut builder.scope, a, b, c, m, k, n),
-        Kernel::Tiled => {
-            tiled::tiled_matmul::expand::<f32>(&mut builder.scope, a, b, c, m, k, n, plan.tpb)
+        Kernel::Naive => {
+            naive::naive_matmul::expand::<f32>(scope, a, b, c, m, k, n, k_begin, k_end, accumulate)
         }
+        Kernel::Tiled => tiled::tiled_matmul::expand::<f32>(
+            scope, a, b, c, m, k, n, k_begin, k_end, accumulate, plan.tpb,
+        ),
     }
     builder.build(settings)
 }
@@ -248,6 +254,9 @@ mod tests {
                 (),
                 (),
                 (),
+                (),
+                (),
+                (),
             )
             .define(),
             Kernel::Tiled => tiled::tiled_matmul::TiledMatmul::<f32, WgpuRuntime>::new(
@@ -256,6 +265,9 @@ mod tests {
                 array(),
                 array(),
                 array(),
+                (),
+                (),
+                (),
                 (),
                 (),
                 (),

@@ -71,6 +71,16 @@ pub const SUPPORTED_TPB: [u32; 3] = [8, 16, 32];
 /// The example's tile size.
 pub const DEFAULT_TPB: u32 = 16;
 
+/// The most loop iterations a unit may run in one launch, over all of a kernel's loops together.
+///
+/// Some drivers cut long shader loops short and return a wrong sum without any error: Debian
+/// 12's lavapipe (Mesa 22.3) stops after 65535 iterations counted over *all* loops of an
+/// invocation, nested or one after another (measured: a 300×300 nested loop ran 65101 times),
+/// so nesting loops does not help. tilemm therefore splits K into slabs, one launch each, the
+/// later ones continuing the sum held in C, so that no unit ever runs more than this many
+/// iterations in one launch. Half of Mesa's cap, for drivers with less.
+pub const LOOP_TRIP_LIMIT: u32 = 1 << 15;
+
 /// Grid, block and shared memory of one launch, as a report shows them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct LaunchShape {
@@ -80,6 +90,22 @@ pub struct LaunchShape {
     pub block: [u32; 3],
     /// Shared memory per cube, in bytes.
     pub shared_bytes: usize,
+    /// Launches the product takes: K is split into slabs of at most `k_per_launch`.
+    pub launches: u32,
+    /// Elements of K one launch covers (the last slab may be shorter).
+    pub k_per_launch: u32,
+}
+
+/// One launch's share of K: the half-open range `begin..end`, and whether C already holds the
+/// sum of the slabs before it (then the kernel continues that sum instead of starting at 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KSlab {
+    /// First index of K in this launch.
+    pub begin: u32,
+    /// One past the last index of K in this launch.
+    pub end: u32,
+    /// Whether C holds the partial sums of the slabs before this one.
+    pub accumulate: bool,
 }
 
 impl Plan {
@@ -104,6 +130,35 @@ impl Plan {
         }
     }
 
+    /// Elements of K a unit consumes per iteration of the kernel's loop (the loop-trip budget's
+    /// exchange rate): the naive kernel's loop takes one, the tiled kernel's one tile of TPB.
+    pub fn k_per_trip(&self) -> u32 {
+        match self.kernel {
+            Kernel::Naive => 1,
+            Kernel::Tiled => self.tpb,
+        }
+    }
+
+    /// Elements of K one launch may cover without a unit exceeding [`LOOP_TRIP_LIMIT`].
+    pub fn k_per_launch(&self) -> u32 {
+        LOOP_TRIP_LIMIT.saturating_mul(self.k_per_trip())
+    }
+
+    /// The slabs of K, one per launch, in order. `problem` has been checked (`Plan::check`), so
+    /// K fits 32 bits.
+    pub fn k_slabs(&self, problem: &Problem) -> impl Iterator<Item = KSlab> {
+        let k = problem.k as u32;
+        let step = self.k_per_launch();
+        (0..k.div_ceil(step)).map(move |i| {
+            let begin = i * step;
+            KSlab {
+                begin,
+                end: begin.saturating_add(step).min(k),
+                accumulate: i > 0,
+            }
+        })
+    }
+
     /// Whether the compiled kernel may spill registers to local memory. No rung so far does:
     /// the compile check fails on a spill in a kernel that promises none.
     pub fn may_spill(&self) -> bool {
@@ -121,11 +176,22 @@ impl Plan {
                 why: "the grid of blocks does not fit 32-bit counts".into(),
             });
         };
+        let Ok(k) = u32::try_from(problem.k) else {
+            return Err(Error::TooLarge {
+                m: problem.m,
+                k: problem.k,
+                n: problem.n,
+                why: "K does not fit the kernels' 32-bit indices".into(),
+            });
+        };
         let shared_bytes = self.shared_bytes(problem.dtype);
+        let k_per_launch = self.k_per_launch();
         Ok(LaunchShape {
             grid: [gx, gy, 1],
             block: [self.tpb, self.tpb, 1],
             shared_bytes,
+            launches: k.div_ceil(k_per_launch),
+            k_per_launch: k_per_launch.min(k),
         })
     }
 
@@ -271,6 +337,37 @@ mod tests {
                 .shared_bytes,
             0
         );
+    }
+
+    #[test]
+    fn k_is_split_so_no_unit_loops_past_the_trip_limit() {
+        let p = Problem::new(2, 3 * (LOOP_TRIP_LIMIT as usize) * 16 + 5, 2).unwrap();
+        for (kernel, per_trip) in [(Kernel::Naive, 1), (Kernel::Tiled, 16)] {
+            let plan = Plan::new(kernel, 16).unwrap();
+            let slabs: Vec<KSlab> = plan.k_slabs(&p).collect();
+            // Contiguous, covering K exactly once, only the first starting a fresh sum.
+            assert_eq!(slabs[0].begin, 0);
+            assert_eq!(slabs.last().unwrap().end as usize, p.k);
+            for pair in slabs.windows(2) {
+                assert_eq!(pair[0].end, pair[1].begin);
+            }
+            assert!(!slabs[0].accumulate && slabs[1..].iter().all(|s| s.accumulate));
+            for s in &slabs {
+                assert!(
+                    (s.end - s.begin).div_ceil(per_trip) <= LOOP_TRIP_LIMIT,
+                    "{s:?}"
+                );
+            }
+            let shape = plan.launch_shape(&p).unwrap();
+            assert_eq!(shape.launches as usize, slabs.len());
+        }
+        // Within the budget, one launch covers all of K.
+        let small = Problem::new(4, LOOP_TRIP_LIMIT as usize, 4).unwrap();
+        let slabs: Vec<KSlab> = Plan::new(Kernel::Naive, 8)
+            .unwrap()
+            .k_slabs(&small)
+            .collect();
+        assert_eq!(slabs.len(), 1);
     }
 
     #[test]

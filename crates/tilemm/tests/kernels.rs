@@ -82,6 +82,34 @@ fn integer_inputs_give_the_exact_product() {
 }
 
 #[test]
+fn k_beyond_the_drivers_loop_cap_gives_the_exact_product() {
+    // Debian 12's lavapipe stops a unit after 65535 loop iterations and returns the truncated
+    // sum without an error; the naive kernel loops once per element of K, the tiled kernel once
+    // per tile of TPB. With K past that cap for every kernel and tile size, entries in {-1, 0, 1}
+    // keep every partial sum an integer below 2²⁴, so the product must be exact: one lost term
+    // shows.
+    const DRIVER_LOOP_CAP: usize = 65535;
+    let mut rng = StdRng::seed_from_u64(11);
+    for kernel in Kernel::ALL {
+        for tpb in SUPPORTED_TPB {
+            let plan = Plan::new(kernel, tpb).unwrap();
+            let k = (DRIVER_LOOP_CAP + 977) * plan.k_per_trip() as usize + 3;
+            let p = Problem::new(3, k, 2).unwrap();
+            assert!(plan.launch_shape(&p).unwrap().launches > 1, "{plan}: K={k}");
+            let mut ternary = |len: usize| -> Vec<f32> {
+                (0..len)
+                    .map(|_| rng.random_range(-1i32..=1) as f32)
+                    .collect()
+            };
+            let a = ternary(p.a_len());
+            let b = ternary(p.b_len());
+            let run = gpu().matmul(&p, &plan, &a, &b).unwrap();
+            assert_eq!(run.c, exact_product(&p, &a, &b), "{plan} with K = {k}");
+        }
+    }
+}
+
+#[test]
 fn signed_random_inputs_meet_the_k_aware_bound() {
     for kernel in Kernel::ALL {
         for tpb in SUPPORTED_TPB {

@@ -10,7 +10,8 @@ use cubecl::server::Handle;
 use crate::plan::{Kernel, Plan};
 use crate::problem::Problem;
 
-/// Enqueues C = A·B on `client` with the kernel and configuration of `plan`.
+/// Enqueues C = A·B on `client` with the kernel and configuration of `plan`: one launch per slab
+/// of K ([`Plan::k_slabs`]), so that no unit's loop runs past [`crate::plan::LOOP_TRIP_LIMIT`].
 ///
 /// The caller has checked `plan` against the device's limits (`Plan::check`) and the handles
 /// hold `problem`'s operands, row-major f32, so the unchecked launch cannot index out of bounds.
@@ -26,23 +27,26 @@ pub(crate) fn launch<R: Runtime>(
         .launch_shape(problem)
         .expect("plan was checked before launch");
     let [gx, gy, gz] = shape.grid;
-    let count = CubeCount::Static(gx, gy, gz);
     let dim = CubeDim::new_2d(plan.tpb, plan.tpb);
     // Indices are 32-bit in the kernels; Plan::check bounds every matrix below u32::MAX elements.
     let (m, k, n) = (problem.m as u32, problem.k as u32, problem.n as u32);
-    // SAFETY: the grid covers C exactly once, every read and write is guarded by m, k, n, and
-    // the buffers hold a_len, b_len and c_len elements.
-    unsafe {
-        let a = ArrayArg::from_raw_parts(a.clone(), problem.a_len());
-        let b = ArrayArg::from_raw_parts(b.clone(), problem.b_len());
-        let c = ArrayArg::from_raw_parts(c.clone(), problem.c_len());
-        match plan.kernel {
-            Kernel::Naive => naive::naive_matmul::launch_unchecked::<f32, R>(
-                client, count, dim, a, b, c, m, k, n,
-            ),
-            Kernel::Tiled => tiled::tiled_matmul::launch_unchecked::<f32, R>(
-                client, count, dim, a, b, c, m, k, n, plan.tpb,
-            ),
+    for slab in plan.k_slabs(problem) {
+        let (begin, end, accumulate) = (slab.begin, slab.end, u32::from(slab.accumulate));
+        let count = CubeCount::Static(gx, gy, gz);
+        // SAFETY: the grid covers C exactly once, every read and write is guarded by m, n and
+        // the slab's end ≤ k, and the buffers hold a_len, b_len and c_len elements.
+        unsafe {
+            let a = ArrayArg::from_raw_parts(a.clone(), problem.a_len());
+            let b = ArrayArg::from_raw_parts(b.clone(), problem.b_len());
+            let c = ArrayArg::from_raw_parts(c.clone(), problem.c_len());
+            match plan.kernel {
+                Kernel::Naive => naive::naive_matmul::launch_unchecked::<f32, R>(
+                    client, count, dim, a, b, c, m, k, n, begin, end, accumulate,
+                ),
+                Kernel::Tiled => tiled::tiled_matmul::launch_unchecked::<f32, R>(
+                    client, count, dim, a, b, c, m, k, n, begin, end, accumulate, plan.tpb,
+                ),
+            }
         }
     }
 }

@@ -6,8 +6,12 @@
 
 use cubecl::prelude::*;
 
-/// C[m×n] = A[m×k] · B[k×n], all row-major.
+/// C[m×n] (+)= A[m×k] · B[k×n] over the slab `k_begin..k_end` of K, all row-major.
+///
+/// With `accumulate` ≠ 0 the sum continues from the value in C (the earlier slabs' sum), so
+/// splitting K changes no rounding; with 0, C is only written, never read.
 #[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
 pub fn naive_matmul<F: Float>(
     a: &Array<F>,
     b: &Array<F>,
@@ -15,15 +19,23 @@ pub fn naive_matmul<F: Float>(
     m: u32,
     k: u32,
     n: u32,
+    k_begin: u32,
+    k_end: u32,
+    accumulate: u32,
 ) {
     let col = ABSOLUTE_POS_X;
     let row = ABSOLUTE_POS_Y;
     // The grid is rounded up to whole blocks; no barrier follows, so surplus units may skip.
     if row < m && col < n {
+        let out = (row * n + col) as usize;
         let mut acc = F::new(0.0);
-        for i in 0..k {
+        if accumulate != 0 {
+            acc = c[out];
+        }
+        // At most LOOP_TRIP_LIMIT iterations: the host splits K (Plan::k_slabs).
+        for i in k_begin..k_end {
             acc += a[(row * k + i) as usize] * b[(i * n + col) as usize];
         }
-        c[(row * n + col) as usize] = acc;
+        c[out] = acc;
     }
 }
