@@ -1,5 +1,7 @@
 //! The `tilemm` command line: a thin layer over the `tilemm` library.
 
+use std::fmt;
+use std::io::{self, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,7 +11,7 @@ use tilemm::bench;
 use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
 use tilemm::plan::{format_bytes, DEFAULT_TPB};
-use tilemm::run::{check_host_memory, RunOptions, Runner};
+use tilemm::run::{plan_host_memory, Inputs, RunOptions, Runner};
 use tilemm::{inputs, Backend, Kernel, Plan, Problem};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
@@ -71,18 +73,18 @@ struct RunArgs {
     #[arg(long, default_value_t = DEFAULT_TPB)]
     tpb: u32,
     /// Rows of A and C.
-    #[arg(short, default_value_t = 256, conflicts_with = "a")]
+    #[arg(short, default_value_t = 256, conflicts_with = "a", allow_negative_numbers = true, value_parser = dimension)]
     m: usize,
     /// Columns of A, rows of B.
-    #[arg(short, default_value_t = 256, conflicts_with = "a")]
+    #[arg(short, default_value_t = 256, conflicts_with = "a", allow_negative_numbers = true, value_parser = dimension)]
     k: usize,
     /// Columns of B and C.
-    #[arg(short, default_value_t = 256, conflicts_with = "a")]
+    #[arg(short, default_value_t = 256, conflicts_with = "a", allow_negative_numbers = true, value_parser = dimension)]
     n: usize,
     /// Seed of the random inputs (uniform in [-1, 1)).
     #[arg(long, default_value_t = 0, conflicts_with = "a")]
     seed: u64,
-    /// Read A from a 2-D float32 .npy file (needs --b).
+    /// Read A from a 2-D float32 .npy file, or a pipe such as `<(…)` (needs --b).
     #[arg(long, requires = "b", value_name = "A.npy")]
     a: Option<PathBuf>,
     /// Read B from a 2-D float32 .npy file (needs --a).
@@ -146,6 +148,16 @@ struct CompileCheckArgs {
     json: bool,
 }
 
+/// A matrix dimension: a whole number (0 is refused by name later, with the other checks).
+fn dimension(s: &str) -> Result<usize, String> {
+    s.trim().parse::<usize>().map_err(|e| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => {
+            format!("'{s}' is too large for this machine's sizes")
+        }
+        _ => format!("'{s}' is not a matrix dimension (a whole number ≥ 1)"),
+    })
+}
+
 /// A problem size on the command line: `N` (square) or `MxKxN`.
 #[derive(Clone, Copy)]
 struct Size(usize, usize, usize);
@@ -168,13 +180,45 @@ impl std::str::FromStr for Size {
     }
 }
 
-/// Prints a line to stdout. A closed stdout (`tilemm devices | head -1`) is not an error worth
-/// a panic: the line is dropped.
+/// Why a command stopped.
+enum Failure {
+    /// The request could not be run.
+    Tilemm(tilemm::Error),
+    /// Standard output could not be written.
+    Stdout(io::Error),
+}
+
+impl From<tilemm::Error> for Failure {
+    fn from(e: tilemm::Error) -> Self {
+        Failure::Tilemm(e)
+    }
+}
+
+type CommandResult = Result<ExitCode, Failure>;
+
+/// Writes a line to stdout. A failed write (a full disk, `> /dev/full`) stops the command; a
+/// closed pipe (`| head -1`) stops it quietly.
+fn say(line: fmt::Arguments) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    out.write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(Failure::Stdout)
+}
+
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        say(format_args!($($arg)*))?
+    };
+}
+
+/// One line on stderr; if even that fails there is nobody left to tell.
+fn complain(message: &str) {
+    let line: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let _ = writeln!(io::stderr(), "tilemm: {}", line.join(" "));
 }
 
 /// Exit codes: 0 verified, 1 the result failed verification, 2 the request could not be run.
@@ -182,21 +226,36 @@ const EXIT_FAIL: u8 = 1;
 const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
+    // A write past a file-size limit (`ulimit -f`) is then an error tilemm reports, not a
+    // signal that kills it half-way through writing --out.
+    #[cfg(unix)]
+    // SAFETY: ignoring a signal installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
-            let _ = err.print();
-            return ExitCode::SUCCESS;
+            // --help, --version.
+            return match write!(io::stdout(), "{}", err.render())
+                .and_then(|()| io::stdout().flush())
+            {
+                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                    complain(&format!("error: cannot write to standard output: {e}"));
+                    ExitCode::from(EXIT_ERROR)
+                }
+                _ => ExitCode::SUCCESS,
+            };
         }
         Err(err) => {
             // clap's message spans several lines; tilemm's errors are one line each.
             let text = err.render().to_string();
-            let line: Vec<&str> = text
+            let text: String = text
                 .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
-                .collect();
-            eprintln!("tilemm: {}", line.join(" "));
+                .filter(|l| !l.trim_start().starts_with("For more information"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            complain(&text);
             return ExitCode::from(EXIT_ERROR);
         }
     };
@@ -211,66 +270,83 @@ fn main() -> ExitCode {
             tpb,
         } => emit_command(kernel, target, tpb),
     };
+    let result =
+        result.and_then(|code| io::stdout().flush().map(|()| code).map_err(Failure::Stdout));
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("tilemm: error: {err}");
+        // Whoever closed the pipe has read what they wanted.
+        Err(Failure::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Stdout(e)) => {
+            complain(&format!("error: cannot write to standard output: {e}"));
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Tilemm(err)) => {
+            complain(&format!("error: {err}"));
             ExitCode::from(EXIT_ERROR)
         }
     }
 }
 
-fn run_command(args: RunArgs) -> tilemm::Result<ExitCode> {
+fn run_command(args: RunArgs) -> CommandResult {
     let plan = Plan::new(args.kernel, args.tpb)?;
-    if let Some(out) = &args.out {
-        // Refuse an unwritable destination before the run, not after it.
-        let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
-        if dir.is_some_and(|d| !d.is_dir()) {
-            return Err(tilemm::Error::WriteMatrix {
-                path: out.clone(),
-                reason: "its directory does not exist".into(),
-            });
-        }
-    }
+    // An unusable destination is refused before the run, not after it.
+    let output = args
+        .out
+        .as_deref()
+        .map(inputs::Output::create)
+        .transpose()?;
     let options = RunOptions {
         backend: args.target.backend,
         device: args.target.device,
         plan,
     };
+    // Device and memory are checked before any input exists: a huge request fails with a
+    // message, not an out-of-memory abort, and a file's data is read only once it is known to
+    // fit.
     let outcome = match (&args.a, &args.b) {
         (Some(a_path), Some(b_path)) => {
-            let (problem, a, b) = inputs::read_operands(a_path, b_path)?;
-            Runner::new(&problem, &options)?.run(&a, &b)?
+            let (problem, a_file, b_file) = inputs::open_operands(a_path, b_path)?;
+            let runner = Runner::new(&problem, &options)?;
+            let (a, b) = (a_file.read()?, b_file.read()?);
+            let files = Inputs::Files {
+                a: a_path.clone(),
+                b: b_path.clone(),
+            };
+            runner.run(&a, &b, files)?
         }
         _ => {
-            // Device and memory are checked before the inputs are made: a huge request fails
-            // with a message, not an out-of-memory abort.
             let problem = Problem::new(args.m, args.k, args.n)?;
             let runner = Runner::new(&problem, &options)?;
-            let (a, b) = inputs::random_operands(&problem, args.seed);
-            runner.run(&a, &b)?
+            let (a, b) = inputs::random_operands(&problem, args.seed)?;
+            runner.run(&a, &b, Inputs::Random { seed: args.seed })?
         }
     };
     let problem = outcome.report.problem;
-    if let Some(path) = &args.out {
-        inputs::write_result(path, &problem, &outcome.c)?;
+    if let Some(output) = output {
+        output.write(problem.m, problem.n, &outcome.c)?;
     }
-    if args.json {
-        say!(
-            "{}",
-            serde_json::to_string_pretty(&outcome.report).expect("reports serialize")
-        );
-    } else {
-        say!("{}", outcome.report);
-    }
-    Ok(if outcome.report.pass {
+    let verdict = if outcome.report.pass {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAIL)
-    })
+    };
+    let printed = if args.json {
+        say(format_args!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.report).expect("reports serialize")
+        ))
+    } else {
+        say(format_args!("{}", outcome.report))
+    };
+    match printed {
+        // The verdict stands even if nobody reads the report.
+        Err(Failure::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(verdict),
+        Err(e) => Err(e),
+        Ok(()) => Ok(verdict),
+    }
 }
 
-fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
+fn bench_command(args: BenchArgs) -> CommandResult {
     let mut plans = Vec::new();
     for &kernel in &args.kernels {
         for &tpb in &args.tpb {
@@ -285,13 +361,15 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
     let mut notes = Vec::new();
     let gpu = open_device(args.target.backend, args.target.device, &mut notes)?;
     // Refuse every impossible size before measuring anything.
+    let info = gpu.as_ref().map(|g| g.info());
+    let mut references = Vec::new();
     for problem in &problems {
-        if let Some(gpu) = &gpu {
+        if let Some(info) = info {
             for plan in &plans {
-                plan.check(problem, &gpu.info().limits, &gpu.info().name)?;
+                plan.check(problem, &info.limits, &info.name)?;
             }
         }
-        check_host_memory(problem, 1)?;
+        references.push(plan_host_memory(problem, info)?);
     }
     if !args.json {
         for note in &notes {
@@ -319,9 +397,9 @@ fn bench_command(args: BenchArgs) -> tilemm::Result<ExitCode> {
     }
     let repeat = usize::from(args.repeat);
     let mut all = Vec::new();
-    for problem in &problems {
-        let kind = check_host_memory(problem, 1)?;
-        let work = bench::Workload::random(problem, 0, kind)?;
+    for (problem, reference) in problems.iter().zip(references) {
+        let (a, b) = inputs::random_operands(problem, 0)?;
+        let work = bench::Workload::new(problem, &a, &b, reference)?;
         let mut rows = Vec::new();
         if let Some(gpu) = &gpu {
             for plan in &plans {
@@ -396,7 +474,7 @@ fn vendor_baseline(
     }
 }
 
-fn compile_check_command(args: CompileCheckArgs) -> tilemm::Result<ExitCode> {
+fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     let mut plans = Vec::new();
     for &kernel in &args.kernels {
         for &tpb in &args.tpb {
@@ -467,13 +545,13 @@ fn compile_check_command(args: CompileCheckArgs) -> tilemm::Result<ExitCode> {
     })
 }
 
-fn emit_command(kernel: Kernel, target: Target, tpb: u32) -> tilemm::Result<ExitCode> {
+fn emit_command(kernel: Kernel, target: Target, tpb: u32) -> CommandResult {
     let source = emit::source(&Plan::new(kernel, tpb)?, target)?;
     say!("{source}");
     Ok(ExitCode::SUCCESS)
 }
 
-fn devices_command(json: bool) -> tilemm::Result<ExitCode> {
+fn devices_command(json: bool) -> CommandResult {
     let backends: Vec<Backend> = Backend::GPU.into_iter().filter(|b| b.is_built()).collect();
     let found: Vec<_> = backends.iter().map(|&b| (b, list_devices(b))).collect();
     if json {

@@ -10,15 +10,63 @@ fn tilemm(args: &[&str]) -> Output {
 }
 
 fn tilemm_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let runtime_dir = std::env::temp_dir();
-    Command::new(env!("CARGO_BIN_EXE_tilemm"))
+    let mut command = command(args);
+    command.envs(env.iter().copied());
+    command.output().expect("the tilemm binary runs")
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tilemm"));
+    command
         .args(args)
-        .envs(env.iter().copied())
         // Silences libwayland's "XDG_RUNTIME_DIR is invalid" notice, which the Vulkan loader
         // triggers on headless machines, so stderr holds only tilemm's own words.
-        .env("XDG_RUNTIME_DIR", runtime_dir)
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    command
+}
+
+/// tilemm under a resource limit (`prlimit --RESOURCE=bytes`), set in the child before exec.
+fn tilemm_limited(args: &[&str], resource: libc::__rlimit_resource_t, bytes: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = command(args);
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(resource, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    command.output().expect("the tilemm binary runs")
+}
+
+/// tilemm with its standard output going to `path` (`> /dev/full`).
+fn tilemm_to(args: &[&str], path: &str) -> Output {
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    command(args)
+        .stdout(file)
         .output()
         .expect("the tilemm binary runs")
+}
+
+/// The request exits 2 with one line on stderr containing each of `expected`, never a panic.
+fn assert_one_line_refusal(out: &Output, what: &str, expected: &[&str]) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{what}: stderr {err:?}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err:?}");
+    assert!(err.starts_with("tilemm: error"), "{what}: {err:?}");
+    for word in expected {
+        assert!(
+            err.contains(word),
+            "{what}: {err:?} does not mention {word:?}"
+        );
+    }
 }
 
 fn stdout(out: &Output) -> String {
@@ -59,13 +107,19 @@ fn assert_refused(args: &[&str], expected: &[&str]) {
     );
 }
 
-/// A version-1 .npy file with `header` (a Python dict literal) and `data_bytes` zero bytes,
-/// written by hand so that it can say anything, true or not.
-fn write_raw_npy(path: &Path, header: &str, data_bytes: usize) {
+/// The first bytes of a version-1 .npy file with `header` (a Python dict literal), made by
+/// hand so that it can say anything, true or not.
+fn npy_header(header: &str) -> Vec<u8> {
     let padded = format!("{header:<117}\n");
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
     bytes.extend_from_slice(padded.as_bytes());
+    bytes
+}
+
+/// A .npy file with `header` and `data_bytes` zero bytes.
+fn write_raw_npy(path: &Path, header: &str, data_bytes: usize) {
+    let mut bytes = npy_header(header);
     bytes.resize(bytes.len() + data_bytes, 0);
     std::fs::write(path, bytes).unwrap();
 }
@@ -115,7 +169,9 @@ fn json_report_carries_the_same_facts() {
     assert_eq!(v["problem"]["k"], 10);
     assert_eq!(v["kernel"]["plan"]["tpb"], 8);
     assert_eq!(v["kernel"]["launch"]["grid"], serde_json::json!([2, 2, 1]));
-    assert_eq!(v["verification"]["reference"], "f64");
+    assert_eq!(v["verification"]["reference"]["held"], "whole");
+    assert_eq!(v["inputs"]["kind"], "random");
+    assert!(v["first_run"]["compile_ms"].as_f64().unwrap() > 0.0);
     assert!(v["second_run"]["kernel_ms"].as_f64().unwrap() > 0.0);
     assert!(v["first_run"]["total_ms"].as_f64().unwrap() > 0.0);
 }
@@ -292,7 +348,26 @@ fn bad_files_are_refused() {
     std::fs::write(&text, "not a matrix").unwrap();
     assert_refused(
         &["run", "--a", text.to_str().unwrap(), "--b", b_s],
-        &["text.npy"],
+        &["text.npy", "not a .npy file"],
+    );
+
+    let empty = dir.path().join("empty.npy");
+    std::fs::write(&empty, "").unwrap();
+    assert_refused(
+        &["run", "--a", empty.to_str().unwrap(), "--b", b_s],
+        &["empty.npy", "empty"],
+    );
+
+    // A header that is not a Python dict: one line, no parser excerpt.
+    let corrupt = dir.path().join("corrupt.npy");
+    write_raw_npy(
+        &corrupt,
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)",
+        16,
+    );
+    assert_refused(
+        &["run", "--a", corrupt.to_str().unwrap(), "--b", b_s],
+        &["corrupt.npy", "corrupt .npy header"],
     );
 
     let f64_file = dir.path().join("f64.npy");
@@ -322,6 +397,13 @@ fn unknown_kernels_tiles_and_backends_are_refused() {
         &["unknown backend 'opencl'"],
     );
     assert_refused(&["run", "--device", "99"], &["no device #99"]);
+    // The CPU has no devices to pick from: --device is refused, not ignored.
+    assert_refused(
+        &["run", "--backend", "cpu", "--device", "99"],
+        &["--device", "--backend cpu"],
+    );
+    // A negative size is a bad size, not an unknown flag.
+    assert_refused(&["run", "-m", "-5"], &["'-5' is not a matrix dimension"]);
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -756,4 +838,304 @@ fn a_truncated_npy_file_is_refused_not_allocated() {
     write_raw_npy(&path, header, 64);
     let p = path.to_str().unwrap();
     assert_refused(&["run", "--a", p, "--b", p], &["lying.npy", "truncated"]);
+}
+
+/// ones(1×K)·ones(K×1) written as .npy files.
+fn ones_files(dir: &Path, k: usize) -> (String, String) {
+    let (a, b) = (dir.join("A.npy"), dir.join("B.npy"));
+    write(&a, 1, k, &vec![1.0; k]);
+    write(&b, k, 1, &vec![1.0; k]);
+    (a.to_str().unwrap().into(), b.to_str().unwrap().into())
+}
+
+#[test]
+fn k_beyond_a_drivers_loop_cap_gives_the_exact_sum_and_says_exact() {
+    // The case: on Debian 12's lavapipe the naive kernel returned 65535, reported PASS.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = ones_files(dir.path(), 65536);
+    let c = dir.path().join("C.npy");
+    for kernel in ["naive", "tiled"] {
+        let out = tilemm(&[
+            "run",
+            "--kernel",
+            kernel,
+            "--a",
+            &a,
+            "--b",
+            &b,
+            "--out",
+            c.to_str().unwrap(),
+        ]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kernel}: {text}{}",
+            stderr(&out)
+        );
+        assert!(text.contains("bound       exact:"), "{kernel}: {text}");
+        assert_eq!(read_matrix(&c).unwrap().1, vec![65536.0], "{kernel}");
+    }
+    let out = tilemm(&["run", "--kernel", "naive", "--a", &a, "--b", &b]);
+    assert!(stdout(&out).contains("K in 2 launches"), "{}", stdout(&out));
+}
+
+#[test]
+fn structured_data_gets_no_random_data_warning_and_overflow_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // 0.1 summed 4096 times: every rounding error has the same sign, so a correct sequential
+    // f32 sum is off by far more than √K units, and that is not a precision bug.
+    let (a, b) = (dir.path().join("A.npy"), dir.path().join("B.npy"));
+    write(&a, 2, 4096, &vec![0.1; 2 * 4096]);
+    write(&b, 4096, 2, &vec![1.0; 2 * 4096]);
+    let out = tilemm(&[
+        "run",
+        "--kernel",
+        "naive",
+        "--a",
+        a.to_str().unwrap(),
+        "--b",
+        b.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("WARNING"), "{text}");
+    assert!(text.contains("no statistical expectation"), "{text}");
+
+    // Products of 1e30: C overflows f32. Said so, with the reference's magnitude; no NaN.
+    write(&a, 2, 2, &[1e30; 4]);
+    write(&b, 2, 2, &[1e30; 4]);
+    let out = tilemm(&[
+        "run",
+        "--a",
+        a.to_str().unwrap(),
+        "--b",
+        b.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("C overflows the f32 range"), "{text}");
+    assert!(text.contains("the reference reaches 2.000e60"), "{text}");
+    assert!(!text.contains("NaN") && !text.contains("WARNING"), "{text}");
+}
+
+#[test]
+fn the_report_measures_compilation_on_its_own() {
+    let out = tilemm(&["run", "-m", "33", "-k", "17", "-n", "9", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let r = &v["first_run"];
+    let part = |name: &str| r[name].as_f64().unwrap();
+    assert!(part("compile_ms") > 0.0, "{r}");
+    // The first run is the sum of measured parts, not a difference of two runs.
+    let sum = part("compile_ms") + part("upload_ms") + part("launch_ms") + part("download_ms");
+    assert!((part("total_ms") - sum).abs() < 1e-6 * sum.max(1.0), "{r}");
+}
+
+#[test]
+fn memory_limits_give_one_line_never_an_abort() {
+    // Under `prlimit --as=…`: the run needs about 860 MB (A, C, the CPU's C, the reference's
+    // blocks), more than a 600 MB address space, and says so before allocating.
+    let args = [
+        "run",
+        "-m",
+        "100000000",
+        "-k",
+        "1",
+        "-n",
+        "1",
+        "--backend",
+        "cpu",
+    ];
+    let out = tilemm_limited(&args, libc::RLIMIT_AS, 600_000_000);
+    assert_one_line_refusal(&out, "600 MB", &["host memory", "ulimit -v"]);
+    // With room, the same run completes and is verified.
+    let out = tilemm_limited(&args, libc::RLIMIT_AS, 3_000_000_000);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("result      PASS"));
+
+    // A GPU driver is not started where it could not map itself (lavapipe crashed there):
+    // the run falls back to the CPU and says why.
+    let out = tilemm_limited(
+        &["run", "-m", "8", "-k", "8", "-n", "8"],
+        libc::RLIMIT_AS,
+        500_000_000,
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("not starting the wgpu driver"), "{text}");
+    assert!(text.contains("result      PASS"), "{text}");
+
+    // Sizes whose byte counts overflow 64 bits.
+    let out = tilemm(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--sizes",
+        "2147483647x1x1073741824",
+    ]);
+    assert_one_line_refusal(&out, "bench", &["host memory"]);
+}
+
+#[test]
+fn a_pipe_is_read_as_a_stream() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = ones_files(dir.path(), 300);
+    // `--a /dev/stdin` (and `--a <(cat A.npy)`, a pipe too).
+    let mut child = command(&["run", "--a", "/dev/stdin", "--b", &b])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&a).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || stdin.write_all(&bytes));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("bound       exact"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn native_endian_float32_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("native.npy");
+    let mut bytes = npy_header("{'descr': '=f4', 'fortran_order': False, 'shape': (2, 2), }");
+    bytes.extend([1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|x| x.to_ne_bytes()));
+    std::fs::write(&a, bytes).unwrap();
+    let c = dir.path().join("C.npy");
+    let a = a.to_str().unwrap();
+    let out = tilemm(&["run", "--a", a, "--b", a, "--out", c.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(read_matrix(&c).unwrap().1, vec![7.0, 10.0, 15.0, 22.0]);
+}
+
+#[test]
+fn a_file_over_the_binding_limit_is_refused_before_its_data_is_read() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // A is a FIFO whose writer sends the header of a 1×2³⁰ f32 matrix (4 GiB, over lavapipe's
+    // 128 MiB binding) and then nothing: a reader that wanted the data before checking limits
+    // would wait for it, then find it truncated, instead of refusing at once.
+    let fifo = dir.path().join("A.npy");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let writer_path = fifo.clone();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(writer_path)
+            .unwrap();
+        file.write_all(&npy_header(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1073741824), }",
+        ))
+        .unwrap();
+        // Hold the pipe open until tilemm is done (or give up after a minute).
+        let _ = done_rx.recv_timeout(std::time::Duration::from_secs(60));
+    });
+    // B is a sparse 4 GiB regular file: its length is right, and no disk is used.
+    let b = dir.path().join("B.npy");
+    let header = npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824, 1), }");
+    std::fs::write(&b, &header).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&b)
+        .unwrap()
+        .set_len(header.len() as u64 + (1 << 32))
+        .unwrap();
+    let out = tilemm(&[
+        "run",
+        "--backend",
+        "wgpu",
+        "--a",
+        fifo.to_str().unwrap(),
+        "--b",
+        b.to_str().unwrap(),
+    ]);
+    done_tx.send(()).unwrap();
+    writer.join().unwrap();
+    assert_one_line_refusal(&out, "4 GiB", &["matrix A", "allows at most"]);
+}
+
+#[test]
+fn a_failed_out_write_leaves_the_existing_file_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("C.npy");
+    write(&c, 1, 3, &[1.0, 2.0, 3.0]);
+    let before = std::fs::read(&c).unwrap();
+    // A file-size limit of 1000 bytes: C (64×64 f32, 16 KiB) cannot be written whole, as on a
+    // full disk.
+    let out = tilemm_limited(
+        &[
+            "run",
+            "-m",
+            "64",
+            "-k",
+            "8",
+            "-n",
+            "64",
+            "--backend",
+            "cpu",
+            "--out",
+            c.to_str().unwrap(),
+        ],
+        libc::RLIMIT_FSIZE,
+        1000,
+    );
+    assert_one_line_refusal(&out, "fsize", &["cannot write", "C.npy"]);
+    assert!(!stdout(&out).contains("PASS"), "{}", stdout(&out));
+    assert_eq!(std::fs::read(&c).unwrap(), before);
+    // No temporary file is left behind.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
+    for args in [
+        &["run", "-m", "8", "-k", "8", "-n", "8"][..],
+        &["run", "-m", "8", "-k", "8", "-n", "8", "--json"],
+        &["devices"],
+        &["devices", "--json"],
+        &["emit", "--target", "cuda"],
+        &["bench", "--sizes", "8", "--repeat", "1", "--backend", "cpu"],
+    ] {
+        let out = tilemm_to(args, "/dev/full");
+        assert_one_line_refusal(
+            &out,
+            &format!("{args:?}"),
+            &["cannot write to standard output"],
+        );
+    }
+    // `tilemm devices | head -1`: the reader leaves early; tilemm stops quietly.
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = command(&["emit", "--target", "cuda"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!first.is_empty());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }

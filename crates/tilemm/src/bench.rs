@@ -9,33 +9,31 @@ use serde::Serialize;
 use crate::backend::GpuSession;
 use crate::cpu;
 use crate::error::Result;
-use crate::inputs::random_operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
-use crate::verify::{Reference, ReferenceKind};
+use crate::verify::{Reference, ReferencePlan};
 
 /// One problem's operands and reference, measured by every implementation in turn.
-pub struct Workload {
+pub struct Workload<'a> {
     /// The product.
     pub problem: Problem,
     /// A, row-major.
-    pub a: Vec<f32>,
+    pub a: &'a [f32],
     /// B, row-major.
-    pub b: Vec<f32>,
+    pub b: &'a [f32],
     /// What every result is checked against.
-    pub reference: Reference,
+    pub reference: Reference<'a>,
 }
 
-impl Workload {
-    /// Random signed operands from `seed` and their reference of `kind`.
-    pub fn random(problem: &Problem, seed: u64, kind: ReferenceKind) -> Result<Self> {
-        let (a, b) = random_operands(problem, seed);
-        let reference = Reference::compute(problem, &a, &b, kind)?;
+impl<'a> Workload<'a> {
+    /// `a` and `b` (row-major operands of `problem`) and their reference, computed as `plan`
+    /// says ([`crate::run::plan_host_memory`] fits it to the host).
+    pub fn new(problem: &Problem, a: &'a [f32], b: &'a [f32], plan: ReferencePlan) -> Result<Self> {
         Ok(Workload {
             problem: *problem,
             a,
             b,
-            reference,
+            reference: Reference::with_plan(problem, a, b, plan)?,
         })
     }
 }
@@ -101,7 +99,8 @@ pub fn gpu_kernel(
         reference,
     } = work;
     let warm = gpu.matmul(problem, plan, a, b)?;
-    let verified = reference.check(&warm.c).pass;
+    let verified = reference.check(&warm.c)?.pass;
+    drop(warm);
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
         samples.push(gpu.matmul(problem, plan, a, b)?.kernel.as_secs_f64() * 1e3);
@@ -128,7 +127,7 @@ pub fn cpu_gemm(work: &Workload, repeat: usize) -> Result<Measurement> {
         b,
         reference,
     } = work;
-    let verified = reference.check(&cpu::matmul(problem, a, b)?).pass;
+    let verified = reference.check(&cpu::matmul(problem, a, b)?)?.pass;
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
@@ -152,7 +151,9 @@ mod tests {
     #[test]
     fn cpu_measurement_has_a_median_and_is_verified() {
         let p = Problem::new(64, 48, 32).unwrap();
-        let work = Workload::random(&p, 3, ReferenceKind::F64).unwrap();
+        let (a, b) = crate::inputs::random_operands(&p, 3).unwrap();
+        let plan = ReferencePlan::fit(&p, None).unwrap();
+        let work = Workload::new(&p, &a, &b, plan).unwrap();
         let m = cpu_gemm(&work, 3).unwrap();
         assert_eq!(m.samples_ms.len(), 3);
         assert!(m.min_ms <= m.median_ms && m.median_ms > 0.0);

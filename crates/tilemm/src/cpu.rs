@@ -3,6 +3,7 @@
 use gemm::Parallelism;
 
 use crate::error::Result;
+use crate::host;
 use crate::problem::Problem;
 
 /// The crate and version that computes CPU products, for reports.
@@ -17,18 +18,11 @@ pub fn threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// C = A·B for dense row-major `a` (m×k) and `b` (k×n), in `T` (f32 or f64), on all cores.
-pub(crate) fn gemm_row_major<T: Copy + Default + 'static>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[T],
-    b: &[T],
-    one: T,
-) -> Vec<T> {
-    assert_eq!(a.len(), m * k);
-    assert_eq!(b.len(), k * n);
-    let mut c = vec![T::default(); m * n];
+/// C = A·B in f32 on the CPU, all cores: tilemm's CPU backend.
+pub fn matmul(problem: &Problem, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
+    problem.check_operands(a, b)?;
+    let (m, k, n) = (problem.m, problem.k, problem.n);
+    let mut c = host::zeros::<f32>(problem.c_len(), "C on the CPU")?;
     // SAFETY: the slices hold m·k, k·n and m·n elements laid out row-major, which is what the
     // strides below describe (column stride 1, row stride = columns); `read_dst` is false, so
     // C's initial contents are ignored.
@@ -47,31 +41,15 @@ pub(crate) fn gemm_row_major<T: Copy + Default + 'static>(
             b.as_ptr(),
             1,
             n as isize,
-            T::default(),
-            one,
+            0.0f32,
+            1.0f32,
             false,
             false,
             false,
             Parallelism::Rayon(0),
         );
     }
-    c
-}
-
-/// C = A·B in f32 on the CPU: tilemm's CPU backend.
-pub fn matmul(problem: &Problem, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-    problem.check_operands(a, b)?;
-    Ok(gemm_row_major(
-        problem.m, problem.k, problem.n, a, b, 1.0f32,
-    ))
-}
-
-/// Bytes of memory the host has available now, where the OS says (Linux), else `None`.
-pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    Ok(c)
 }
 
 #[cfg(test)]

@@ -99,6 +99,10 @@ pub enum Error {
         count: usize,
     },
 
+    /// `--device` given with the CPU backend, which has no devices to choose from.
+    #[error("--device picks a GPU, but --backend cpu has none: the CPU path runs on all cores (drop --device, or set RAYON_NUM_THREADS to limit the threads)")]
+    CpuDeviceIndex,
+
     /// The problem or kernel needs more than the device allows.
     #[error("{what} needs {needed} but {device} allows at most {limit}")]
     DeviceLimit {
@@ -113,12 +117,25 @@ pub enum Error {
     },
 
     /// The host does not have the memory the run needs.
-    #[error("the run needs {needed_gib:.1} GiB of host memory but only {available_gib:.1} GiB is available")]
+    #[error(
+        "the run needs {needed} of host memory but this process can allocate only {available}"
+    )]
     HostMemory {
-        /// GiB needed.
-        needed_gib: f64,
-        /// GiB available.
-        available_gib: f64,
+        /// Bytes needed, in words.
+        needed: String,
+        /// Bytes this process may still allocate, and which limit says so.
+        available: String,
+    },
+
+    /// A large allocation failed (the estimate was exceeded, or another process took the memory).
+    #[error(
+        "cannot allocate {bytes} bytes for {what}: out of memory within this process's limits"
+    )]
+    OutOfMemory {
+        /// What the memory was for.
+        what: String,
+        /// Bytes asked for.
+        bytes: u64,
     },
 
     /// A kernel could not be generated for a target.

@@ -8,6 +8,7 @@ use cubecl::profile::TimingMethod;
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
+use crate::host;
 use crate::kernels;
 use crate::plan::Plan;
 use crate::problem::Problem;
@@ -25,8 +26,8 @@ pub struct GpuRun {
     pub c: Vec<f32>,
     /// Copying A and B to the device and allocating C, until the device is idle.
     pub upload: Duration,
-    /// From the launch call until the kernel has finished (includes JIT compilation on the
-    /// first launch of a kernel).
+    /// From the launch call until the kernel has finished (with JIT compilation, unless the
+    /// kernel was compiled before: [`Session::compile`]).
     pub launch: Duration,
     /// The kernel alone, as the device's timestamps (or, without them, the host clock) saw it.
     pub kernel: Duration,
@@ -62,6 +63,23 @@ impl<R: Runtime> Session<R> {
         self.client.properties().timing_method == TimingMethod::Device
     }
 
+    /// Compiles `plan`'s kernel by launching it once on a 1×1×1 problem, and returns how long
+    /// that took: JIT compilation (CubeCL's code generation and the driver's compiler; lavapipe
+    /// compiles at the first dispatch) plus one tiny dispatch. Measured directly, not as the
+    /// difference of two runs. Later launches of the plan, at any size, reuse the kernel.
+    pub fn compile(&self, plan: &Plan) -> Result<Duration> {
+        let tiny = Problem::new(1, 1, 1)?;
+        plan.check(&tiny, &self.info.limits, &self.info.name)?;
+        let client = &self.client;
+        let start = Instant::now();
+        let a = client.create_from_slice(f32::as_bytes(&[0.0]));
+        let b = client.create_from_slice(f32::as_bytes(&[0.0]));
+        let c = client.empty(4);
+        kernels::launch(client, plan, &tiny, &a, &b, &c);
+        self.sync()?;
+        Ok(start.elapsed())
+    }
+
     /// C = A·B with `plan`, on row-major f32 operands of `problem`.
     pub fn matmul(&self, problem: &Problem, plan: &Plan, a: &[f32], b: &[f32]) -> Result<GpuRun> {
         problem.check_operands(a, b)?;
@@ -94,7 +112,9 @@ impl<R: Runtime> Session<R> {
         let bytes = client
             .read_one(c_handle)
             .map_err(|e| self.error(e.to_string()))?;
-        let c = f32::from_bytes(&bytes).to_vec();
+        let mut c = host::with_capacity(problem.c_len(), "C from the device")?;
+        c.extend_from_slice(f32::from_bytes(&bytes));
+        drop(bytes);
         let download = start.elapsed();
 
         Ok(GpuRun {

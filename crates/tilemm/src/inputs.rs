@@ -1,112 +1,504 @@
 //! Where A and B come from (seeded random data or `.npy` files) and where C goes.
+//!
+//! A `.npy` file is read in two steps: [`NpyMatrix::open`] reads and checks its header alone
+//! (shape, dtype, order, and, for a regular file, that its length matches), so that the problem
+//! it makes can be checked against the device and the host's memory before any data is read;
+//! [`NpyMatrix::read`] then reads the data once, straight into its final row-major buffer.
+//! Pipes, `/dev/stdin` and process substitution (`--a <(…)`) are read as streams.
 
 use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
 
-use ndarray::{Array2, ArrayView2};
-use ndarray_npy::{ViewNpyError, ViewNpyExt, WriteNpyError};
+use ndarray::ArrayView2;
+use ndarray_npy::{WriteNpyError, WriteNpyExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::error::{Error, Result};
+use crate::host;
 use crate::problem::Problem;
 
 /// A and B for `problem`, uniform in [-1, 1) from `seed`.
 ///
 /// Signed data, unlike the example's [0, 1): products cancel, so a check that only passes on
 /// positive data (a bare rtol) would be caught out.
-pub fn random_operands(problem: &Problem, seed: u64) -> (Vec<f32>, Vec<f32>) {
+pub fn random_operands(problem: &Problem, seed: u64) -> Result<(Vec<f32>, Vec<f32>)> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut fill = |len: usize| (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let a = fill(problem.a_len());
-    let b = fill(problem.b_len());
-    (a, b)
-}
-
-/// Reads a 2-D f32 `.npy` file: its shape (rows, columns) and its elements in row-major order
-/// (Fortran-ordered files are reordered).
-///
-/// The file is read whole into a buffer sized by the file, never by its header, so a header
-/// that claims more data than the file holds is reported, not allocated.
-pub fn read_matrix(path: &Path) -> Result<((usize, usize), Vec<f32>)> {
-    let error = |reason: String| Error::ReadMatrix {
-        path: path.to_path_buf(),
-        reason,
+    let mut fill = |len: usize, what: &str| -> Result<Vec<f32>> {
+        let mut v = host::with_capacity(len, what)?;
+        v.extend((0..len).map(|_| rng.random_range(-1.0f32..1.0)));
+        Ok(v)
     };
-    let mut file = File::open(path).map_err(|e| error(e.to_string()))?;
-    let len = file.metadata().map_err(|e| error(e.to_string()))?.len();
-    let len =
-        usize::try_from(len).map_err(|_| error("larger than this machine can address".into()))?;
-    // f32 words keep the data (which .npy pads to a 16-byte boundary) aligned for a view.
-    let mut words = vec![0f32; len.div_ceil(4)];
-    // SAFETY: the byte view covers `len` ≤ 4·words.len() bytes of the vector's own allocation,
-    // and every byte pattern is a valid f32.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), len) };
-    file.read_exact(bytes).map_err(|e| error(e.to_string()))?;
-    let view = ArrayView2::<f32>::view_npy(bytes).map_err(|e| {
-        error(match e {
-            ViewNpyError::Io(io) => io.to_string(),
-            ViewNpyError::WrongNdim(_, ndim) => {
-                format!("expected a 2-D array (a matrix), found {ndim} dimension(s)")
+    let a = fill(problem.a_len(), "A")?;
+    let b = fill(problem.b_len(), "B")?;
+    Ok((a, b))
+}
+
+/// The .npy format's magic string.
+const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// numpy refuses headers over 10000 bytes by default; anything near a megabyte is corruption.
+const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// A 2-D float32 `.npy` file whose header has been read and checked; its data comes next.
+pub struct NpyMatrix {
+    path: PathBuf,
+    rows: usize,
+    cols: usize,
+    fortran_order: bool,
+    swap_bytes: bool,
+    /// Whether the source is a regular file (then its length was checked against the header).
+    regular: bool,
+    reader: io::BufReader<File>,
+}
+
+impl NpyMatrix {
+    /// Opens `path` and reads its header. Refuses, in one line naming the file, anything that
+    /// is not a 2-D float32 array (either byte order, C or Fortran order), and a regular file
+    /// whose length does not match what the header describes.
+    pub fn open(path: &Path) -> Result<Self> {
+        let error = |reason: String| Error::ReadMatrix {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let file = File::open(path).map_err(|e| error(e.to_string()))?;
+        let meta = file.metadata().map_err(|e| error(e.to_string()))?;
+        if meta.is_dir() {
+            return Err(error("it is a directory".into()));
+        }
+        let regular = meta.is_file();
+        if regular && meta.len() == 0 {
+            return Err(error("the file is empty (0 bytes)".into()));
+        }
+        let mut reader = io::BufReader::new(file);
+        let header = read_header(&mut reader).map_err(error)?;
+        let (rows, cols, fortran_order, swap_bytes) = header.matrix().map_err(error)?;
+        let data_bytes = (rows as u64)
+            .checked_mul(cols as u64)
+            .and_then(|n| n.checked_mul(4))
+            .filter(|&b| usize::try_from(b).is_ok() && b <= isize::MAX as u64)
+            .ok_or_else(|| error(format!("its shape ({rows}, {cols}) is too large")))?;
+        if regular {
+            let expected = header.length + data_bytes;
+            if meta.len() < expected {
+                return Err(error(format!(
+                    "truncated: its header describes {data_bytes} bytes of data but the file \
+                     holds {}",
+                    meta.len() - header.length.min(meta.len())
+                )));
             }
-            ViewNpyError::WrongDescriptor(descr) => format!(
-                "expected dtype float32 ('<f4'), found {descr} (convert with `a.astype(np.float32)`)"
-            ),
-            ViewNpyError::NonNativeEndian => {
-                "big-endian float32: save it in native byte order (`a.astype('<f4')`)".into()
+            if meta.len() > expected {
+                return Err(error(format!(
+                    "{} bytes follow the data its header describes (a .npy file holds one array)",
+                    meta.len() - expected
+                )));
             }
-            ViewNpyError::MissingBytes(missing) => format!(
-                "truncated: its header describes {missing} more bytes of data than the file holds"
-            ),
-            other => format!("not a valid .npy file: {other}"),
+        }
+        Ok(NpyMatrix {
+            path: path.to_path_buf(),
+            rows,
+            cols,
+            fortran_order,
+            swap_bytes,
+            regular,
+            reader,
         })
-    })?;
-    let shape = view.dim();
-    let data = view.as_standard_layout().iter().copied().collect();
-    Ok((shape, data))
+    }
+
+    /// (rows, columns).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the data into a row-major buffer (Fortran order reordered on the way, the byte
+    /// order made native), allocated once with the exact size and filled as the data arrives.
+    pub fn read(mut self) -> Result<Vec<f32>> {
+        let path = self.path.clone();
+        let error = |reason: String| Error::ReadMatrix {
+            path: path.clone(),
+            reason,
+        };
+        let (rows, cols) = (self.rows, self.cols);
+        let len = rows * cols;
+        let what = format!("the data of {}", self.path.display());
+        let mut data: Vec<f32> = host::zeros(len, &what)?;
+        let truncated = |got: usize| {
+            error(format!(
+                "truncated: its header describes {} bytes of data but only {got} arrived",
+                len * 4
+            ))
+        };
+        if self.fortran_order {
+            // Column-major on disk: read a chunk, scatter it into its rows.
+            let mut chunk = host::zeros::<f32>(len.min(1 << 18), &what)?;
+            let mut done = 0;
+            while done < len {
+                let n = chunk.len().min(len - done);
+                let got = fill(&mut self.reader, as_bytes_mut(&mut chunk[..n]))
+                    .map_err(|e| error(e.to_string()))?;
+                if got < n * 4 {
+                    return Err(truncated(done * 4 + got));
+                }
+                for (offset, &x) in chunk[..n].iter().enumerate() {
+                    let e = done + offset;
+                    data[(e % rows) * cols + e / rows] = x;
+                }
+                done += n;
+            }
+        } else {
+            let got = fill(&mut self.reader, as_bytes_mut(&mut data))
+                .map_err(|e| error(e.to_string()))?;
+            if got < len * 4 {
+                return Err(truncated(got));
+            }
+        }
+        if !self.regular {
+            let mut extra = [0u8; 1];
+            if self
+                .reader
+                .read(&mut extra)
+                .map_err(|e| error(e.to_string()))?
+                > 0
+            {
+                return Err(error(
+                    "more bytes follow the data its header describes (a .npy stream holds one \
+                     array)"
+                        .into(),
+                ));
+            }
+        }
+        if self.swap_bytes {
+            for x in &mut data {
+                *x = f32::from_bits(x.to_bits().swap_bytes());
+            }
+        }
+        Ok(data)
+    }
 }
 
-/// Reads A and B from `.npy` files and the problem their shapes make.
-pub fn read_operands(a_path: &Path, b_path: &Path) -> Result<(Problem, Vec<f32>, Vec<f32>)> {
-    let (a_shape, a) = read_matrix(a_path)?;
-    let (b_shape, b) = read_matrix(b_path)?;
-    let problem = Problem::from_shapes(a_shape, b_shape)?;
-    Ok((problem, a, b))
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
-/// Writes a rows×cols row-major f32 matrix as a `.npy` file.
-pub fn write_matrix(path: &Path, rows: usize, cols: usize, data: &[f32]) -> Result<()> {
-    let error = |reason: String| Error::WriteMatrix {
-        path: path.to_path_buf(),
-        reason,
+fn as_bytes_mut(data: &mut [f32]) -> &mut [u8] {
+    // SAFETY: the byte view covers exactly the slice's memory, and every byte pattern is a
+    // valid f32.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
+/// What a .npy header says.
+struct Header {
+    descr: py_literal::Value,
+    fortran_order: bool,
+    shape: Vec<usize>,
+    /// Bytes from the start of the file to the data.
+    length: u64,
+}
+
+/// Reads the magic string, version, header length and header dict; each failure is one line.
+fn read_header(reader: &mut impl Read) -> std::result::Result<Header, String> {
+    let mut start = [0u8; 10];
+    let got = fill(reader, &mut start).map_err(|e| e.to_string())?;
+    if got == 0 {
+        return Err("it is empty: no .npy header".into());
+    }
+    if got < MAGIC.len() || &start[..MAGIC.len()] != MAGIC {
+        return Err("not a .npy file (it does not start with numpy's magic string)".into());
+    }
+    let ends_in_header = || "truncated: it ends inside its .npy header".to_string();
+    if got < 10 {
+        return Err(ends_in_header());
+    }
+    let (major, minor) = (start[6], start[7]);
+    let (header_len, prefix) = match major {
+        1 => (usize::from(u16::from_le_bytes([start[8], start[9]])), 10),
+        2 | 3 => {
+            let mut rest = [0u8; 2];
+            if fill(reader, &mut rest).map_err(|e| e.to_string())? < 2 {
+                return Err(ends_in_header());
+            }
+            let len = u32::from_le_bytes([start[8], start[9], rest[0], rest[1]]);
+            (len as usize, 12)
+        }
+        _ => return Err(format!("unsupported .npy format version {major}.{minor}")),
     };
-    let array =
-        Array2::from_shape_vec((rows, cols), data.to_vec()).map_err(|e| error(e.to_string()))?;
-    ndarray_npy::write_npy(path, &array).map_err(|e| {
-        error(match e {
-            WriteNpyError::Io(io) => io.to_string(),
-            other => other.to_string(),
+    if header_len > MAX_HEADER_BYTES {
+        return Err(format!("corrupt .npy header: it claims {header_len} bytes"));
+    }
+    let mut text = vec![0u8; header_len];
+    if fill(reader, &mut text).map_err(|e| e.to_string())? < header_len {
+        return Err(ends_in_header());
+    }
+    let text = String::from_utf8_lossy(&text);
+    let corrupt = || {
+        let shown: String = text.trim_end().chars().take(80).collect();
+        format!("corrupt .npy header: {shown:?}")
+    };
+    let dict: py_literal::Value = text.trim_end().parse().map_err(|_| corrupt())?;
+    let py_literal::Value::Dict(entries) = dict else {
+        return Err(corrupt());
+    };
+    let get = |key: &str| {
+        entries
+            .iter()
+            .find(|(k, _)| k.as_string().is_some_and(|k| k == key))
+            .map(|(_, v)| v)
+            .ok_or_else(|| format!("corrupt .npy header: no '{key}'"))
+    };
+    let descr = get("descr")?.clone();
+    let fortran_order = get("fortran_order")?
+        .as_boolean()
+        .ok_or_else(|| "corrupt .npy header: 'fortran_order' is not True or False".to_string())?;
+    let shape = get("shape")?
+        .as_tuple()
+        .and_then(|dims| {
+            dims.iter()
+                .map(|d| d.as_integer()?.to_string().parse::<usize>().ok())
+                .collect::<Option<Vec<_>>>()
         })
+        .ok_or_else(|| "corrupt .npy header: 'shape' is not a tuple of sizes".to_string())?;
+    Ok(Header {
+        descr,
+        fortran_order,
+        shape,
+        length: (prefix + header_len) as u64,
     })
 }
 
-/// Writes C (row-major, `problem`'s m×n) as an f32 `.npy` file.
-pub fn write_result(path: &Path, problem: &Problem, c: &[f32]) -> Result<()> {
-    write_matrix(path, problem.m, problem.n, c)
+impl Header {
+    /// (rows, columns, Fortran order, whether to swap bytes) of a 2-D float32 array.
+    fn matrix(&self) -> std::result::Result<(usize, usize, bool, bool), String> {
+        let descr = self.descr.as_string().map(String::as_str);
+        let little = cfg!(target_endian = "little");
+        let swap = match descr {
+            Some("<f4") => !little,
+            Some(">f4") => little,
+            // '=' is the writer's native order, which numpy writes out as '<' or '>'; a file
+            // that says '=' (or nothing) is read in this machine's order, as numpy reads it.
+            Some("=f4" | "f4" | "|f4") => false,
+            _ => {
+                let found = descr.map_or_else(|| self.descr.to_string(), |d| format!("'{d}'"));
+                return Err(format!(
+                    "expected dtype float32 ('<f4'), found {found} (convert with \
+                     `a.astype(np.float32)`)"
+                ));
+            }
+        };
+        match self.shape[..] {
+            [rows, cols] => Ok((rows, cols, self.fortran_order, swap)),
+            _ => Err(format!(
+                "expected a 2-D array (a matrix), found {} dimension(s)",
+                self.shape.len()
+            )),
+        }
+    }
+}
+
+/// Opens the `.npy` files of A and B (headers only) and makes the problem their shapes give.
+pub fn open_operands(a_path: &Path, b_path: &Path) -> Result<(Problem, NpyMatrix, NpyMatrix)> {
+    let a = NpyMatrix::open(a_path)?;
+    let b = NpyMatrix::open(b_path)?;
+    let problem = Problem::from_shapes(a.shape(), b.shape())?;
+    Ok((problem, a, b))
+}
+
+/// Where C goes, prepared before the run so that an unusable destination is refused first.
+///
+/// A regular file is written to a temporary file beside it and renamed over it only once C is
+/// completely written and flushed to disk: a failed write (a full disk) leaves an existing file
+/// as it was. A symbolic link keeps pointing where it did (the file it names is replaced). A
+/// pipe or device (`/dev/stdout`) is written directly.
+pub struct Output {
+    path: PathBuf,
+    target: Target,
+}
+
+enum Target {
+    /// A temporary file, renamed over `dest` when complete.
+    Replace {
+        temp: tempfile::NamedTempFile,
+        dest: PathBuf,
+    },
+    /// A pipe or device, written in place.
+    Stream(File),
+}
+
+impl Output {
+    /// Checks `path` and opens what C will be written through.
+    pub fn create(path: &Path) -> Result<Self> {
+        let error = |reason: String| Error::WriteMatrix {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let io_error = |e: io::Error| error(e.to_string());
+        let target = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => return Err(error("it is a directory".into())),
+            Ok(meta) if !meta.is_file() => Target::Stream(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(io_error)?,
+            ),
+            Ok(meta) => {
+                let dest = path.canonicalize().map_err(io_error)?;
+                let dir = dest.parent().unwrap_or(Path::new("/"));
+                let temp = temp_in(dir).map_err(io_error)?;
+                temp.as_file()
+                    .set_permissions(meta.permissions())
+                    .map_err(io_error)?;
+                Target::Replace { temp, dest }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let dir = match path.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => Path::new("."),
+                };
+                if !dir.is_dir() {
+                    return Err(error("its directory does not exist".into()));
+                }
+                let temp = temp_in(dir).map_err(io_error)?;
+                set_default_mode(temp.as_file()).map_err(io_error)?;
+                Target::Replace {
+                    temp,
+                    dest: path.to_path_buf(),
+                }
+            }
+            Err(e) => return Err(io_error(e)),
+        };
+        Ok(Output {
+            path: path.to_path_buf(),
+            target,
+        })
+    }
+
+    /// Writes C (rows×cols, row-major) as a float32 `.npy` file and puts it in place.
+    pub fn write(self, rows: usize, cols: usize, data: &[f32]) -> Result<()> {
+        let path = self.path;
+        let error = |reason: String| Error::WriteMatrix {
+            path: path.clone(),
+            reason,
+        };
+        let io_error = |e: io::Error| error(e.to_string());
+        let view = ArrayView2::from_shape((rows, cols), data).map_err(|e| error(e.to_string()))?;
+        let write = |file: &File| -> Result<()> {
+            let mut writer = BufWriter::with_capacity(1 << 20, file);
+            view.write_npy(&mut writer).map_err(|e| {
+                error(match e {
+                    WriteNpyError::Io(io) => io.to_string(),
+                    other => other.to_string(),
+                })
+            })?;
+            writer.flush().map_err(io_error)
+        };
+        match self.target {
+            Target::Replace { temp, dest } => {
+                write(temp.as_file())?;
+                // Space is often claimed only when data reaches the disk: a full disk must
+                // fail here, before the rename, not after.
+                temp.as_file().sync_all().map_err(io_error)?;
+                temp.persist(&dest).map_err(|e| io_error(e.error))?;
+                Ok(())
+            }
+            Target::Stream(file) => write(&file),
+        }
+    }
+}
+
+fn temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(".tilemm-")
+        .suffix(".npy.partial")
+        .tempfile_in(dir)
+}
+
+/// Gives a new file the permissions a plain create would (read and write for all, less the
+/// umask), which a temporary file does not have.
+#[cfg(unix)]
+fn set_default_mode(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask only swaps the process's mask; it is put back at once.
+    let mask = unsafe {
+        let mask = libc::umask(0o022);
+        libc::umask(mask);
+        mask
+    };
+    // mode_t is u32 on Linux, u16 on macOS.
+    #[allow(clippy::useless_conversion)]
+    let mask = u32::from(mask);
+    file.set_permissions(std::fs::Permissions::from_mode(0o666 & !mask))
+}
+
+#[cfg(not(unix))]
+fn set_default_mode(_: &File) -> io::Result<()> {
+    Ok(())
+}
+
+/// Reads a 2-D float32 `.npy` file: its shape (rows, columns) and its elements in row-major
+/// order. For a problem's operands, [`open_operands`] checks both headers before reading data.
+pub fn read_matrix(path: &Path) -> Result<((usize, usize), Vec<f32>)> {
+    let matrix = NpyMatrix::open(path)?;
+    let shape = matrix.shape();
+    Ok((shape, matrix.read()?))
+}
+
+/// Writes a rows×cols row-major f32 matrix as a `.npy` file (see [`Output`]).
+pub fn write_matrix(path: &Path, rows: usize, cols: usize, data: &[f32]) -> Result<()> {
+    Output::create(path)?.write(rows, cols, data)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::Array2;
+
+    /// A version-1 .npy file with `header` (a Python dict literal) and `data`, written by hand
+    /// so that it can say anything, true or not.
+    fn raw_npy(header: &str, data: &[u8]) -> Vec<u8> {
+        let padded = format!("{header:<117}\n");
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&[1, 0]);
+        bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(padded.as_bytes());
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
+    fn f32_bytes(values: &[f32], big_endian: bool) -> Vec<u8> {
+        values
+            .iter()
+            .flat_map(|v| {
+                if big_endian {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                }
+            })
+            .collect()
+    }
 
     #[test]
     fn random_operands_are_seeded_signed_and_sized() {
         let p = Problem::new(7, 5, 3).unwrap();
-        let (a, b) = random_operands(&p, 42);
+        let (a, b) = random_operands(&p, 42).unwrap();
         assert_eq!((a.len(), b.len()), (35, 15));
-        assert_eq!(random_operands(&p, 42), (a.clone(), b));
-        assert_ne!(random_operands(&p, 43).0, a);
+        assert_eq!(random_operands(&p, 42).unwrap(), (a.clone(), b));
+        assert_ne!(random_operands(&p, 43).unwrap().0, a);
         assert!(a.iter().all(|x| (-1.0..1.0).contains(x)));
         assert!(a.iter().any(|&x| x < 0.0));
     }
@@ -114,12 +506,12 @@ mod tests {
     #[test]
     fn npy_round_trip_and_fortran_order() {
         let dir = tempfile::tempdir().unwrap();
-        let p = Problem::new(2, 3, 3).unwrap();
         let path = dir.path().join("c.npy");
-        write_result(&path, &p, &[1., 2., 3., 4., 5., 6.]).unwrap();
-        let (shape, data) = read_matrix(&path).unwrap();
-        assert_eq!(shape, (2, 3));
-        assert_eq!(data, vec![1., 2., 3., 4., 5., 6.]);
+        write_matrix(&path, 2, 3, &[1., 2., 3., 4., 5., 6.]).unwrap();
+        assert_eq!(
+            read_matrix(&path).unwrap(),
+            ((2, 3), vec![1., 2., 3., 4., 5., 6.])
+        );
 
         let fortran = Array2::from_shape_vec((2, 3), vec![1f32, 2., 3., 4., 5., 6.])
             .unwrap()
@@ -137,33 +529,114 @@ mod tests {
     }
 
     #[test]
+    fn every_byte_order_numpy_writes_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let values = [1.5f32, -2.0, 3.25, 1e-3];
+        for (descr, big) in [
+            ("<f4", false),
+            (">f4", true),
+            ("=f4", cfg!(target_endian = "big")),
+        ] {
+            let path = dir.path().join("m.npy");
+            let header =
+                format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 2), }}");
+            std::fs::write(&path, raw_npy(&header, &f32_bytes(&values, big))).unwrap();
+            assert_eq!(read_matrix(&path).unwrap().1, values, "{descr}");
+        }
+    }
+
+    #[test]
     fn a_header_that_claims_more_than_the_file_holds_is_refused_without_allocating_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lying.npy");
         let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }";
-        let padded = format!("{header:<117}\n");
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(padded.as_bytes());
-        bytes.extend_from_slice(&[0u8; 64]);
-        std::fs::write(&path, bytes).unwrap();
-        let err = read_matrix(&path).unwrap_err().to_string();
-        assert!(err.contains("truncated"), "{err}");
+        std::fs::write(&path, raw_npy(header, &[0u8; 64])).unwrap();
+        let err = NpyMatrix::open(&path).err().unwrap().to_string();
+        assert!(
+            err.contains("truncated") && err.contains("40000000000"),
+            "{err}"
+        );
     }
 
     #[test]
-    fn wrong_dtype_and_rank_are_named() {
+    fn a_stream_is_read_as_it_arrives_and_its_end_is_checked() {
+        use std::process::{Command, Stdio};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f64.npy");
-        ndarray_npy::write_npy(&path, &Array2::<f64>::zeros((2, 2))).unwrap();
-        let err = read_matrix(&path).unwrap_err().to_string();
-        assert!(err.contains("expected dtype float32"), "{err}");
+        let values: Vec<f32> = (0..12).map(|i| i as f32).collect();
+        let header = "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 4), }";
+        let path = dir.path().join("m.npy");
+        std::fs::write(&path, raw_npy(header, &f32_bytes(&values, false))).unwrap();
+        // A pipe: `cat m.npy |` read through /dev/stdin's fd path of the child would need a
+        // shell; a FIFO is the same kind of file.
+        let fifo = dir.path().join("fifo");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let writer = Command::new("cp")
+            .arg(&path)
+            .arg(&fifo)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (shape, data) = read_matrix(&fifo).unwrap();
+        assert_eq!(shape, (3, 4));
+        // Fortran order: column j holds rows 0..3 at 3j..3j+3.
+        assert_eq!(data[..4], [0., 3., 6., 9.]);
+        assert_eq!(data[4..8], [1., 4., 7., 10.]);
+        drop(writer.wait_with_output());
+    }
 
-        let path = dir.path().join("vec.npy");
-        ndarray_npy::write_npy(&path, &ndarray::Array1::<f32>::zeros(4)).unwrap();
-        let err = read_matrix(&path).unwrap_err().to_string();
-        assert!(err.contains("expected a 2-D array"), "{err}");
-
+    #[test]
+    fn bad_files_are_refused_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&str, Vec<u8>, &str); 7] = [
+            ("empty", vec![], "empty"),
+            ("text", b"not a matrix at all".to_vec(), "not a .npy file"),
+            (
+                "f64",
+                raw_npy(
+                    "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+                    &[0; 32],
+                ),
+                "expected dtype float32 ('<f4'), found '<f8'",
+            ),
+            (
+                "vec",
+                raw_npy(
+                    "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+                    &[0; 16],
+                ),
+                "expected a 2-D array",
+            ),
+            (
+                "corrupt",
+                raw_npy(
+                    "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 2)",
+                    &[0; 16],
+                ),
+                "corrupt .npy header",
+            ),
+            (
+                "long",
+                raw_npy(
+                    "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }",
+                    &[0; 8],
+                ),
+                "4 bytes follow the data",
+            ),
+            ("short", MAGIC[..4].to_vec(), "not a .npy file"),
+        ];
+        for (name, bytes, expected) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let err = read_matrix(&path).unwrap_err().to_string();
+            assert!(err.contains(expected), "{name}: {err}");
+            assert!(err.contains(name) && !err.contains('\n'), "{name}: {err}");
+        }
+        let err = read_matrix(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("is a directory"), "{err}");
         let err = read_matrix(&dir.path().join("missing.npy"))
             .unwrap_err()
             .to_string();
@@ -171,5 +644,25 @@ mod tests {
             err.contains("missing.npy") && err.contains("No such file"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_existing_output_is_replaced_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("C.npy");
+        write_matrix(&path, 1, 2, &[1., 2.]).unwrap();
+        // An output prepared but never written (the run failed) leaves the old file and no
+        // temporary behind.
+        drop(Output::create(&path).unwrap());
+        assert_eq!(read_matrix(&path).unwrap().1, vec![1., 2.]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // A symbolic link keeps pointing at the file, whose contents are replaced.
+        let link = dir.path().join("link.npy");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        write_matrix(&link, 1, 1, &[7.]).unwrap();
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(read_matrix(&path).unwrap().1, vec![7.]);
+        let err = Output::create(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("is a directory"), "{err}");
     }
 }

@@ -9,13 +9,13 @@
 //!
 //! ```
 //! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Problem};
-//! use tilemm::verify::{Reference, ReferenceKind};
+//! use tilemm::verify::Reference;
 //!
 //! let problem = Problem::new(100, 77, 51)?;
-//! let (a, b) = inputs::random_operands(&problem, 0);
+//! let (a, b) = inputs::random_operands(&problem, 0)?;
 //! let gpu = GpuSession::open(Backend::Wgpu, None)?;
 //! let run = gpu.matmul(&problem, &Plan::new(Kernel::Tiled, 16)?, &a, &b)?;
-//! let check = Reference::compute(&problem, &a, &b, ReferenceKind::F64)?.check(&run.c);
+//! let check = Reference::new(&problem, &a, &b)?.check(&run.c)?;
 //! assert!(check.pass);
 //! # Ok::<(), tilemm::Error>(())
 //! ```
@@ -30,6 +30,7 @@ pub mod device;
 pub mod emit;
 mod error;
 pub mod gpu;
+pub mod host;
 pub mod inputs;
 mod kernels;
 pub mod plan;

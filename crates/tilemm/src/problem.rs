@@ -31,10 +31,27 @@ impl DType {
         }
     }
 
-    /// Smallest positive subnormal: the absolute error floor of one rounded product.
-    pub fn underflow_unit(self) -> f64 {
+    /// Smallest positive normal number. Devices may flush subnormal products and sums to zero
+    /// (CUDA's fast math does, Vulkan allows it), so each product and each addition may lose up
+    /// to this much besides its rounding.
+    pub fn smallest_normal(self) -> f64 {
         match self {
-            DType::F32 => f64::from(f32::from_bits(1)),
+            DType::F32 => f64::from(f32::MIN_POSITIVE),
+        }
+    }
+
+    /// Largest finite value: a product beyond it cannot be represented.
+    pub fn largest(self) -> f64 {
+        match self {
+            DType::F32 => f64::from(f32::MAX),
+        }
+    }
+
+    /// Every integer of magnitude up to this bound is exactly representable (2^significand
+    /// bits): integer inputs whose sums stay below it must give exact results.
+    pub fn exact_integer_limit(self) -> f64 {
+        match self {
+            DType::F32 => f64::from(1u32 << f32::MANTISSA_DIGITS),
         }
     }
 

@@ -9,7 +9,8 @@ use crate::backend::Backend;
 use crate::device::DeviceInfo;
 use crate::plan::{LaunchShape, Plan};
 use crate::problem::Problem;
-use crate::verify::{ReferenceKind, Verification};
+use crate::run::Inputs;
+use crate::verify::{ReferenceMode, Verification};
 
 fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1e3)
@@ -27,25 +28,23 @@ pub struct KernelReport {
 /// The first GPU run, which includes JIT compilation.
 #[derive(Clone, Debug, Serialize)]
 pub struct FirstRun {
+    /// JIT compilation, measured on its own: the kernel's first launch, on a 1×1×1 problem
+    /// (CubeCL's code generation, the driver's compiler, one tiny dispatch).
+    #[serde(rename = "compile_ms", serialize_with = "ms")]
+    pub compile: Duration,
     /// A and B to the device.
     #[serde(rename = "upload_ms", serialize_with = "ms")]
     pub upload: Duration,
-    /// Launch until the kernel finished: compile, dispatch and kernel.
+    /// Launch until the kernel finished (the kernel was compiled just before).
     #[serde(rename = "launch_ms", serialize_with = "ms")]
     pub launch: Duration,
     /// The kernel alone, as timed on the device.
     #[serde(rename = "kernel_ms", serialize_with = "ms")]
     pub kernel: Duration,
-    /// JIT compilation, estimated as this launch's time less the second's (which reuses the
-    /// compiled kernel). It counts compilation wherever it happens: in CubeCL on the host, or in
-    /// a driver that compiles at first dispatch (lavapipe does, inside the kernel's timestamps).
-    /// Its noise is the kernel's run-to-run variation.
-    #[serde(rename = "compile_ms", serialize_with = "ms")]
-    pub compile_estimate: Duration,
     /// C back to the host.
     #[serde(rename = "download_ms", serialize_with = "ms")]
     pub download: Duration,
-    /// Upload + launch + download.
+    /// Compile + upload + launch + download.
     #[serde(rename = "total_ms", serialize_with = "ms")]
     pub total: Duration,
     /// GFLOPS over the total.
@@ -90,6 +89,8 @@ pub struct CpuTimes {
 pub struct Report {
     /// The product.
     pub problem: Problem,
+    /// Where A and B came from.
+    pub inputs: Inputs,
     /// Where it ran.
     pub backend: Backend,
     /// The GPU device, if one ran.
@@ -102,7 +103,7 @@ pub struct Report {
     pub second_run: Option<SecondRun>,
     /// The CPU path.
     pub cpu: CpuTimes,
-    /// Time to compute the reference.
+    /// Time to compute the reference and check the results against it.
     #[serde(rename = "reference_ms", serialize_with = "ms")]
     pub reference_time: Duration,
     /// The check of the reported C.
@@ -121,6 +122,14 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.problem;
         writeln!(f, "problem     {p}")?;
+        match &self.inputs {
+            Inputs::Random { seed } => {
+                writeln!(f, "inputs      random, uniform in [-1, 1), seed {seed}")?
+            }
+            Inputs::Files { a, b } => {
+                writeln!(f, "inputs      A {}, B {}", a.display(), b.display())?
+            }
+        }
         for note in &self.notes {
             writeln!(f, "note        {note}")?;
         }
@@ -149,12 +158,23 @@ impl fmt::Display for Report {
                 "kernel      {}: grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}, {} B shared per block",
                 k.plan, k.launch.shared_bytes
             )?;
+            if k.launch.launches > 1 {
+                writeln!(
+                    f,
+                    "            K in {} launches of up to {} (no unit loops more than {} times \
+                     in one launch; some drivers cut longer loops short)",
+                    k.launch.launches,
+                    k.launch.k_per_launch,
+                    crate::plan::LOOP_TRIP_LIMIT
+                )?;
+            }
         }
         if let Some(r) = &self.first_run {
             writeln!(
                 f,
-                "1st GPU     {} = upload {} + launch {} + download {}   ({:.2} GFLOPS)",
+                "1st GPU     {} = JIT compile {} + upload {} + launch {} + download {}   ({:.2} GFLOPS)",
                 msf(r.total),
+                msf(r.compile),
                 msf(r.upload),
                 msf(r.launch),
                 msf(r.download),
@@ -162,8 +182,8 @@ impl fmt::Display for Report {
             )?;
             writeln!(
                 f,
-                "            JIT compile ≈ {} (1st launch − 2nd launch); 1st kernel {} on the device",
-                msf(r.compile_estimate),
+                "            compile measured on its own (the kernel's first launch, on a 1×1×1 \
+                 problem); 1st kernel {} on the device",
                 msf(r.kernel),
             )?;
         }
@@ -186,69 +206,141 @@ impl fmt::Display for Report {
             self.cpu.threads,
             self.cpu.gflops
         )?;
+        self.fmt_verification(f)?;
+        write!(f, "result      {}", if self.pass { "PASS" } else { "FAIL" })
+    }
+}
+
+impl Report {
+    fn fmt_verification(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.problem;
         let v = &self.verification;
+        let dtype = p.dtype.name();
         let reference = match v.reference {
-            ReferenceKind::F64 => "f64 reference",
-            ReferenceKind::F32 => "f32 reference (too large for f64 copies; bound doubled)",
+            ReferenceMode::Whole => "f64 reference".to_string(),
+            ReferenceMode::Blocks(b) => format!(
+                "f64 reference, recomputed in {}×{}×{} blocks (too large to hold whole)",
+                b.rows, b.depth, b.cols
+            ),
         };
         let checked = if self.first_run.is_some() {
             "2nd GPU C"
         } else {
             "CPU C"
         };
+        let figures = match v.beyond_range_entries {
+            0 => format!(
+                "max abs {:.3e}, max rel {:.3e}",
+                v.max_abs_err, v.max_rel_err
+            ),
+            n if n == v.entries => format!("no entry has |A|·|B| within {dtype}'s range"),
+            n => format!(
+                "max abs {:.3e}, max rel {:.3e} over the {} entries with |A|·|B| within \
+                 {dtype}'s range",
+                v.max_abs_err,
+                v.max_rel_err,
+                v.entries - n
+            ),
+        };
         writeln!(
             f,
-            "error       {checked} vs {reference} ({}): max abs {:.3e}, max rel {:.3e}",
+            "error       {checked} vs {reference} ({}): {figures}",
             msf(self.reference_time),
-            v.max_abs_err,
-            v.max_rel_err
         )?;
-        if v.bound_meaningful {
+        let exact_limit = "2²⁴";
+        if v.all_exact() {
             writeln!(
                 f,
-                "bound       |c − ref| ≤ {:.3e}·(|A|·|B|) + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, u = {:.3e}); worst err/bound {:.3e}",
-                v.bound_factor,
-                v.bound_floor,
-                p.k,
-                p.dtype.unit_roundoff(),
-                v.worst_err_over_bound
+                "bound       exact: integer inputs with |A|·|B| ≤ {exact_limit} in every entry, so \
+                 every partial sum is an integer {dtype} holds exactly, in any order; C must \
+                 equal the product, and {}",
+                if v.failures == 0 {
+                    "does"
+                } else {
+                    "does not"
+                }
             )?;
         } else {
-            writeln!(
-                f,
-                "bound       none: K·u ≥ 1/2 at K = {}, where the worst-case bound says nothing, \
-                 so this result cannot be verified (split K, or check in higher precision)",
-                p.k
-            )?;
+            if v.exact_entries > 0 {
+                writeln!(
+                    f,
+                    "bound       exact in {} of {} entries (integer inputs, |A|·|B| ≤ {exact_limit}); \
+                     the others against the bound below",
+                    v.exact_entries, v.entries
+                )?;
+            }
+            if v.bound_meaningful {
+                writeln!(
+                    f,
+                    "bound       |c − ref| ≤ {:.3e}·(|A|·|B|) + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, \
+                     u = {:.3e}); worst err/bound {:.3e}",
+                    v.bound_factor,
+                    v.bound_floor,
+                    p.k,
+                    p.dtype.unit_roundoff(),
+                    v.worst_err_over_bound
+                )?;
+            } else {
+                writeln!(
+                    f,
+                    "bound       none: K·u ≥ 1/2 at K = {}, where the worst-case bound says \
+                     nothing, so {} entries cannot be verified (split K, or check in higher \
+                     precision)",
+                    p.k, v.unverifiable_entries
+                )?;
+            }
         }
-        if let Some(ulps) = v.err_in_ulps {
-            let dtype = p.dtype.name();
-            let verdict = if ulps <= v.ulps_warning_level {
-                format!("as expected for {dtype} accumulation")
+        if let Some(ulps) = v.err_in_ulps.filter(|_| v.range_failures == 0) {
+            let level = v.ulps_warning_level;
+            let verdict = if !self.inputs.random() {
+                format!(
+                    "no statistical expectation for these inputs (random data keeps a correct \
+                     {dtype} kernel near √K; structured data can reach K = {})",
+                    p.k
+                )
+            } else if ulps <= level {
+                format!("within what random inputs give {dtype} accumulation (≲ √K)")
             } else {
                 format!(
-                    "WARNING: more than {dtype} accumulation explains; lower precision somewhere?"
+                    "WARNING: above 2√K, which random inputs keep a correct {dtype} kernel \
+                     below: lower precision (TF32, f16, bf16) somewhere?"
                 )
             };
             writeln!(
                 f,
-                "precision   max err = {ulps:.2}·u·(|A|·|B|), 2√K = {:.1}: {verdict}",
-                v.ulps_warning_level
+                "precision   max err = {ulps:.2}·u·(|A|·|B|), 2√K = {level:.1}: {verdict}"
             )?;
         }
-        if let Some((i, j, got, want)) = v.first_failure.filter(|_| v.bound_meaningful) {
+        if v.range_failures > 0 {
             writeln!(
                 f,
-                "failures    {} of {} entries outside the bound; worst C[{i},{j}] = {got:e}, reference {want:e}",
-                v.failures,
-                p.c_len()
+                "range       {} entries fail where |A|·|B| exceeds {dtype}'s largest value \
+                 {:.3e} ({} of them have an exact value beyond it; the reference reaches \
+                 {:.3e}, |A|·|B| {:.3e}): C overflows the {dtype} range there",
+                v.range_failures,
+                p.dtype.largest(),
+                v.overflow_entries,
+                v.largest_reference,
+                v.largest_magnitude
             )?;
+        }
+        if let Some((i, j, got, want)) = v.worst_failure {
+            // C holds f32 values: shown as the f32 they are; the f64 reference to 9 digits.
+            writeln!(
+                f,
+                "failures    {} of {} entries fail their check; worst C[{i},{j}] = {:e}, \
+                 reference {want:.8e}",
+                v.failures, v.entries, got as f32
+            )?;
+        }
+        if !v.right_length {
+            writeln!(f, "failures    C does not have {} entries", v.entries)?;
         }
         if let Some(r) = &self.first_run {
             if !r.pass {
-                writeln!(f, "failures    the 1st GPU run's C is outside the bound")?;
+                writeln!(f, "failures    the 1st GPU run's C fails its check")?;
             }
         }
-        write!(f, "result      {}", if self.pass { "PASS" } else { "FAIL" })
+        Ok(())
     }
 }

@@ -1,15 +1,20 @@
 //! The example's experiment: the product on a GPU twice (the first run pays for JIT
 //! compilation), on the CPU, and checked against a reference.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 use crate::backend::{open_device, Backend, GpuSession};
 use crate::cpu;
-use crate::error::{Error, Result};
+use crate::device::{DeviceInfo, DeviceKind};
+use crate::error::Result;
+use crate::host::{self, Bytes};
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::report::{CpuTimes, FirstRun, KernelReport, Report, SecondRun};
-use crate::verify::{self, Reference, ReferenceKind};
+use crate::verify::{Reference, ReferencePlan};
 
 /// What `run` should use.
 #[derive(Clone, Copy, Debug)]
@@ -20,6 +25,32 @@ pub struct RunOptions {
     pub device: Option<usize>,
     /// The kernel and its configuration.
     pub plan: Plan,
+}
+
+/// Where A and B came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum Inputs {
+    /// tilemm's own random data: uniform in [-1, 1) from a seed.
+    Random {
+        /// The seed.
+        seed: u64,
+    },
+    /// `.npy` files.
+    Files {
+        /// A's file.
+        a: PathBuf,
+        /// B's file.
+        b: PathBuf,
+    },
+}
+
+impl Inputs {
+    /// Whether these are tilemm's random inputs, for which a correct kernel's error has a
+    /// statistical expectation (the report's √K rule); for other data no such rule holds.
+    pub fn random(&self) -> bool {
+        matches!(self, Inputs::Random { .. })
+    }
 }
 
 /// A report and the product it describes.
@@ -34,24 +65,51 @@ fn gflops(problem: &Problem, time: Duration) -> f64 {
     problem.flops() / time.as_secs_f64().max(1e-12) / 1e9
 }
 
-/// Checks that the host can hold `problem`'s A and B, C from `gpu_runs` GPU runs and one CPU
-/// run, and a reference; returns the reference kind that fits.
-pub fn check_host_memory(problem: &Problem, gpu_runs: u64) -> Result<ReferenceKind> {
-    let available = cpu::available_memory();
-    let reference_kind = verify::reference_kind_for(problem, available);
-    let [a_bytes, b_bytes, c_bytes] = problem.operand_bytes().map(|b| b as u64);
-    let reference_bytes = match reference_kind {
-        ReferenceKind::F64 => verify::f64_reference_bytes(problem),
-        ReferenceKind::F32 => verify::f32_reference_bytes(problem),
-    };
-    let needed = a_bytes + b_bytes + (gpu_runs + 1) * c_bytes + reference_bytes;
-    match available {
-        Some(available) if needed > available => Err(Error::HostMemory {
-            needed_gib: needed as f64 / f64::from(1 << 30),
-            available_gib: available as f64 / f64::from(1 << 30),
-        }),
-        _ => Ok(reference_kind),
+/// Host memory a run takes besides its reference, every copy counted: A and B; the C copies
+/// alive at once (the one kept, the CPU's, and a device download's bytes next to the vector
+/// made from them); on a device whose memory is the host's (a CPU adapter such as lavapipe,
+/// or an integrated GPU), the device's buffers and their staging copies; and a margin for
+/// threads, the CPU crate's packing buffers and the driver.
+fn host_bytes_besides_reference(problem: &Problem, gpu: Option<&DeviceInfo>) -> Bytes {
+    let size = problem.dtype.size_bytes();
+    let (a, b, c) = (
+        Bytes::of(problem.a_len(), size),
+        Bytes::of(problem.b_len(), size),
+        Bytes::of(problem.c_len(), size),
+    );
+    // Threads and the CPU crate's packing buffers; a GPU driver also compiles kernels on the
+    // host (LLVM, for lavapipe).
+    let margin = Bytes::exactly(96 << 20);
+    let driver = Bytes::exactly(160 << 20);
+    match gpu {
+        None => a + b + c + margin,
+        Some(info) => {
+            let shares_host_memory =
+                matches!(info.kind, DeviceKind::Cpu | DeviceKind::IntegratedGpu);
+            let device = if shares_host_memory {
+                (a + b + c).times(2)
+            } else {
+                Bytes::ZERO
+            };
+            a + b + c.times(3) + device + margin + driver
+        }
     }
+}
+
+/// Refuses `problem` when this process cannot hold everything a run of it makes, and plans the
+/// reference in what remains: whole if half of that holds it, else in blocks.
+pub fn plan_host_memory(problem: &Problem, gpu: Option<&DeviceInfo>) -> Result<ReferencePlan> {
+    let headroom = host::headroom();
+    let others = host_bytes_besides_reference(problem, gpu);
+    // The smallest reference there is: a few blocks of a few kilobytes.
+    host::ensure_headroom(others + Bytes::exactly(1 << 20), headroom.as_ref())?;
+    let budget = headroom
+        .as_ref()
+        .zip(others.get())
+        .map(|(h, others)| h.bytes.saturating_sub(others) / 2);
+    let reference = ReferencePlan::fit(problem, budget)?;
+    host::ensure_headroom(others + Bytes::exactly(reference.bytes), headroom.as_ref())?;
+    Ok(reference)
 }
 
 /// The experiment, prepared: device open, plan and memory checked, before any input exists.
@@ -59,7 +117,7 @@ pub struct Runner {
     problem: Problem,
     plan: Plan,
     gpu: Option<GpuSession>,
-    reference_kind: ReferenceKind,
+    reference: ReferencePlan,
     notes: Vec<String>,
 }
 
@@ -74,12 +132,12 @@ impl Runner {
                 .plan
                 .check(problem, &gpu.info().limits, &gpu.info().name)?;
         }
-        let reference_kind = check_host_memory(problem, if gpu.is_some() { 2 } else { 0 })?;
+        let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()))?;
         Ok(Runner {
             problem: *problem,
             plan: options.plan,
             gpu,
-            reference_kind,
+            reference,
             notes,
         })
     }
@@ -89,71 +147,86 @@ impl Runner {
         self.gpu.as_ref()
     }
 
-    /// Runs the experiment on `a` and `b` (row-major f32 operands of the problem).
-    pub fn run(self, a: &[f32], b: &[f32]) -> Result<Outcome> {
+    /// Runs the experiment on `a` and `b` (row-major f32 operands of the problem, from
+    /// `inputs`).
+    pub fn run(self, a: &[f32], b: &[f32], inputs: Inputs) -> Result<Outcome> {
         let Runner {
             problem,
             plan,
             gpu,
-            reference_kind,
+            reference,
             notes,
         } = self;
         let problem = &problem;
         problem.check_operands(a, b)?;
-        let mut runs = None;
+
+        let start = Instant::now();
+        let reference = Reference::with_plan(problem, a, b, reference)?;
+        let mut reference_time = start.elapsed();
+        let mut check = |c: &[f32]| {
+            let start = Instant::now();
+            let verification = reference.check(c);
+            reference_time += start.elapsed();
+            verification
+        };
+
+        // Each C is checked as soon as it exists and dropped unless it is the one reported, so
+        // no more copies are alive than the memory estimate counts.
+        let mut gpu_runs = None;
         if let Some(gpu) = &gpu {
+            let compile = gpu.compile(&plan)?;
             let first = gpu.matmul(problem, &plan, a, b)?;
+            let first_pass = check(&first.c)?.pass;
+            drop(first.c);
+            let first = FirstRun {
+                compile,
+                upload: first.upload,
+                launch: first.launch,
+                kernel: first.kernel,
+                download: first.download,
+                total: compile + first.upload + first.launch + first.download,
+                gflops: gflops(
+                    problem,
+                    compile + first.upload + first.launch + first.download,
+                ),
+                pass: first_pass,
+            };
             let second = gpu.matmul(problem, &plan, a, b)?;
-            runs = Some((first, second));
+            gpu_runs = Some((first, second));
         }
 
-        // The CPU crate, timed on its second call so the thread pool's start-up is not counted.
-        cpu::matmul(problem, a, b)?;
+        // The CPU crate, timed on its second call so the thread pool's start-up is not counted;
+        // the first call is a small product, so that it costs no memory of note.
+        let warm = Problem::new(problem.m.min(64), problem.k.min(64), problem.n.min(64))?;
+        cpu::matmul(&warm, &a[..warm.a_len()], &b[..warm.b_len()])?;
         let start = Instant::now();
         let cpu_c = cpu::matmul(problem, a, b)?;
         let cpu_time = start.elapsed();
 
-        let start = Instant::now();
-        let reference = Reference::compute(problem, a, b, reference_kind)?;
-        let reference_time = start.elapsed();
-
-        let (report_parts, c) = match runs {
+        let (first_run, second_run, c) = match gpu_runs {
             Some((first, second)) => {
-                let first_check = reference.check(&first.c);
-                let verification = reference.check(&second.c);
+                drop(cpu_c);
                 let timestamps = gpu.as_ref().is_some_and(|g| g.has_device_timestamps());
-                let parts = (
-                    Some(FirstRun {
-                        upload: first.upload,
-                        launch: first.launch,
-                        kernel: first.kernel,
-                        compile_estimate: first.launch.saturating_sub(second.launch),
-                        download: first.download,
-                        total: first.total(),
-                        gflops: gflops(problem, first.total()),
-                        pass: first_check.pass,
-                    }),
-                    Some(SecondRun {
-                        kernel: second.kernel,
-                        kernel_timing: if timestamps {
-                            "device timestamps"
-                        } else {
-                            "host clock"
-                        },
-                        kernel_gflops: gflops(problem, second.kernel),
-                        total: second.total(),
-                        total_gflops: gflops(problem, second.total()),
-                    }),
-                    verification,
-                );
-                (parts, second.c)
+                let second_run = SecondRun {
+                    kernel: second.kernel,
+                    kernel_timing: if timestamps {
+                        "device timestamps"
+                    } else {
+                        "host clock"
+                    },
+                    kernel_gflops: gflops(problem, second.kernel),
+                    total: second.total(),
+                    total_gflops: gflops(problem, second.total()),
+                };
+                (Some(first), Some(second_run), second.c)
             }
-            None => ((None, None, reference.check(&cpu_c)), cpu_c),
+            None => (None, None, cpu_c),
         };
-        let (first_run, second_run, verification) = report_parts;
+        let verification = check(&c)?;
         let pass = verification.pass && first_run.as_ref().is_none_or(|f| f.pass);
         let report = Report {
             problem: *problem,
+            inputs,
             backend: gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
             device: gpu.as_ref().map(|g| g.info().clone()),
             kernel: gpu.as_ref().map(|_| KernelReport {
@@ -176,5 +249,59 @@ impl Runner {
             pass,
         };
         Ok(Outcome { report, c })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceLimits;
+
+    fn device(kind: DeviceKind) -> DeviceInfo {
+        DeviceInfo {
+            index: 0,
+            name: "dev".into(),
+            kind,
+            api: "Vulkan".into(),
+            driver: String::new(),
+            timestamps: true,
+            limits: DeviceLimits {
+                max_shared_bytes: 0,
+                max_units_per_cube: 0,
+                max_cube_dim: [0; 3],
+                max_cube_count: [0; 3],
+                max_binding_bytes: 0,
+                max_buffer_bytes: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn the_estimate_counts_every_copy_and_the_device_where_it_is_host_memory() {
+        let p = Problem::new(1000, 10, 1000).unwrap();
+        let (a, b, c) = (40_000, 40_000, 4_000_000);
+        let margin = 96 << 20;
+        let cpu = host_bytes_besides_reference(&p, None).get().unwrap();
+        assert_eq!(cpu, a + b + c + margin);
+        let discrete = host_bytes_besides_reference(&p, Some(&device(DeviceKind::DiscreteGpu)));
+        let driver = 160 << 20;
+        assert_eq!(discrete.get().unwrap(), a + b + 3 * c + margin + driver);
+        let lavapipe = host_bytes_besides_reference(&p, Some(&device(DeviceKind::Cpu)));
+        assert_eq!(
+            lavapipe.get().unwrap(),
+            a + b + 3 * c + 2 * (a + b + c) + margin + driver
+        );
+    }
+
+    #[test]
+    fn sizes_whose_byte_counts_overflow_are_refused_not_wrapped() {
+        // C alone is 2⁶³ − 2³² bytes: two copies of it overflow 64 bits.
+        let p = Problem::new(2_147_483_647, 1, 1_073_741_824).unwrap();
+        let err = plan_host_memory(&p, Some(&device(DeviceKind::DiscreteGpu)))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("host memory"), "{err}");
+        let err = plan_host_memory(&p, None).unwrap_err().to_string();
+        assert!(err.contains("host memory"), "{err}");
     }
 }

@@ -79,7 +79,7 @@ pub fn cublas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Meas
     let c = stream
         .clone_dtoh(&c_dev)
         .map_err(|e| error("download", &e))?;
-    let verified = reference.check(&c).pass;
+    let verified = reference.check(&c)?.pass;
     let samples = (0..repeat.max(1))
         .map(|_| run(&mut c_dev))
         .collect::<Result<Vec<_>>>()?;
@@ -267,7 +267,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
             };
             let measured = (|| {
                 run()?;
-                let mut c = vec![0.0f32; m * n];
+                let mut c = crate::host::zeros::<f32>(m * n, "C from the device")?;
                 check(
                     "hipMemcpy",
                     hip::hipMemcpy(
@@ -277,7 +277,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
                         hip::hipMemcpyKind_hipMemcpyDeviceToHost,
                     ),
                 )?;
-                let verified = reference.check(&c).pass;
+                let verified = reference.check(&c)?.pass;
                 let samples = (0..repeat.max(1))
                     .map(|_| run())
                     .collect::<Result<Vec<_>>>()?;

@@ -6,8 +6,9 @@ use std::sync::OnceLock;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use tilemm::backend::list_devices;
 use tilemm::plan::SUPPORTED_TPB;
-use tilemm::verify::{Reference, ReferenceKind};
+use tilemm::verify::Reference;
 use tilemm::{inputs, Backend, GpuSession, Kernel, Plan, Problem};
 
 fn gpu() -> &'static GpuSession {
@@ -116,11 +117,9 @@ fn signed_random_inputs_meet_the_k_aware_bound() {
             let plan = Plan::new(kernel, tpb).unwrap();
             for (seed, (m, k, n)) in SHAPES.into_iter().chain([(300, 511, 257)]).enumerate() {
                 let p = Problem::new(m, k, n).unwrap();
-                let (a, b) = inputs::random_operands(&p, seed as u64);
+                let (a, b) = inputs::random_operands(&p, seed as u64).unwrap();
                 let run = gpu().matmul(&p, &plan, &a, &b).unwrap();
-                let check = Reference::compute(&p, &a, &b, ReferenceKind::F64)
-                    .unwrap()
-                    .check(&run.c);
+                let check = Reference::new(&p, &a, &b).unwrap().check(&run.c).unwrap();
                 assert!(check.pass, "{plan} on {m}×{k}×{n}: {check:?}");
                 // A correct f32 kernel is far inside the worst-case bound; an error near it means
                 // precision was lost somewhere.
@@ -135,34 +134,17 @@ fn signed_random_inputs_meet_the_k_aware_bound() {
 }
 
 #[test]
-fn every_unit_of_the_grid_writes_only_inside_c() {
-    // C's buffer is exactly m·n long, so a store past the edge would land in another buffer or
-    // be dropped; instead check that two products whose grids overhang differently agree with
-    // the exact product everywhere, including the last row and column.
-    let p = Problem::new(17, 5, 33).unwrap();
-    let a: Vec<f32> = (0..p.a_len()).map(|i| (i % 7) as f32 - 3.0).collect();
-    let b: Vec<f32> = (0..p.b_len()).map(|i| (i % 5) as f32 - 2.0).collect();
-    let expected = exact_product(&p, &a, &b);
-    for kernel in Kernel::ALL {
-        for tpb in SUPPORTED_TPB {
-            let run = gpu()
-                .matmul(&p, &Plan::new(kernel, tpb).unwrap(), &a, &b)
-                .unwrap();
-            assert_eq!(run.c, expected, "{kernel}, TPB={tpb}");
-        }
-    }
-}
-
-#[test]
-fn timings_are_reported_and_ordered() {
+fn the_kernel_time_lies_inside_the_launch() {
     let p = Problem::new(64, 64, 64).unwrap();
-    let (a, b) = inputs::random_operands(&p, 1);
+    let (a, b) = inputs::random_operands(&p, 1).unwrap();
     let run = gpu()
-        .matmul(&p, &Plan::new(Kernel::Tiled, 16).unwrap(), &a, &b)
+        .matmul(&p, &Plan::new(Kernel::Tiled, 8).unwrap(), &a, &b)
         .unwrap();
+    // The device's timestamps bracket the kernel alone, which the host saw start and finish
+    // within the launch: a kernel time longer than the launch would be a timing bug.
     assert!(run.kernel > std::time::Duration::ZERO);
-    assert!(run.total() >= run.launch);
-    assert_eq!(run.c.len(), p.c_len());
+    assert!(run.kernel <= run.launch, "{run:?}");
+    assert!(run.upload > std::time::Duration::ZERO && run.download > std::time::Duration::ZERO);
 }
 
 #[test]
@@ -184,11 +166,13 @@ fn operands_of_the_wrong_length_are_refused() {
 }
 
 #[test]
-fn the_device_reports_its_real_limits() {
-    let info = gpu().info();
-    // wgpu's defaults are 16 KiB of shared memory and 256 invocations; lavapipe and every
-    // desktop GPU allow more, and tilemm requests the adapter's own limits.
-    assert!(info.limits.max_shared_bytes >= 16384, "{info:?}");
-    assert!(info.limits.max_units_per_cube >= 256, "{info:?}");
-    assert!(info.limits.max_binding_bytes >= 128 << 20, "{info:?}");
+fn the_device_is_granted_the_adapters_limits_not_wgpus_defaults() {
+    // What the open device was granted (wgpu validates launches against these), compared with
+    // what the adapter offers: tilemm requests all of it. wgpu's defaults are 16 KiB of shared
+    // memory and 256 invocations per workgroup; TPB=32 needs 1024.
+    let granted = gpu().info();
+    let offered = &list_devices(Backend::Wgpu)[granted.index];
+    assert_eq!(granted.limits, offered.limits, "{granted:?}");
+    assert!(granted.limits.max_units_per_cube >= 1024, "{granted:?}");
+    assert!(granted.limits.max_shared_bytes > 16384, "{granted:?}");
 }

@@ -117,6 +117,9 @@ macro_rules! with_session {
 impl GpuSession {
     /// Opens device `index` of `backend` (its best device if `None`).
     pub fn open(backend: Backend, index: Option<usize>) -> Result<Self> {
+        if backend.is_built() && backend != Backend::Cpu {
+            crate::host::ensure_driver_headroom(backend.name())?;
+        }
         match backend {
             #[cfg(feature = "wgpu")]
             Backend::Wgpu => wgpu::open(index).map(GpuSession::Wgpu),
@@ -154,6 +157,11 @@ impl GpuSession {
         with_session!(self, s => s.has_device_timestamps())
     }
 
+    /// Compiles `plan`'s kernel and returns how long that took; see [`Session::compile`].
+    pub fn compile(&self, plan: &Plan) -> Result<std::time::Duration> {
+        with_session!(self, s => s.compile(plan))
+    }
+
     /// C = A·B with `plan`; see [`Session::matmul`].
     pub fn matmul(&self, problem: &Problem, plan: &Plan, a: &[f32], b: &[f32]) -> Result<GpuRun> {
         with_session!(self, s => s.matmul(problem, plan, a, b))
@@ -181,6 +189,7 @@ pub fn open_device(
     notes: &mut Vec<String>,
 ) -> Result<Option<GpuSession>> {
     match backend {
+        Some(Backend::Cpu) if index.is_some() => Err(Error::CpuDeviceIndex),
         Some(Backend::Cpu) => Ok(None),
         Some(backend) => GpuSession::open(backend, index).map(Some),
         None => {

@@ -24,9 +24,19 @@ fn adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
     block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY))
 }
 
+/// The adapter as `tilemm devices` lists it, with the limits it offers.
 fn describe(index: usize, adapter: &wgpu::Adapter) -> DeviceInfo {
+    describe_with_limits(index, adapter, &adapter.limits())
+}
+
+/// The adapter with `limits`: on an open device, the ones the device was granted, which are
+/// what wgpu validates launches against.
+fn describe_with_limits(
+    index: usize,
+    adapter: &wgpu::Adapter,
+    limits: &wgpu::Limits,
+) -> DeviceInfo {
     let info = adapter.get_info();
-    let limits = adapter.limits();
     let kind = match info.device_type {
         wgpu::DeviceType::DiscreteGpu => DeviceKind::DiscreteGpu,
         wgpu::DeviceType::IntegratedGpu => DeviceKind::IntegratedGpu,
@@ -96,7 +106,7 @@ pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
         ),
     };
     let adapter = adapters.swap_remove(index);
-    let info = describe(index, &adapter);
+    let name = adapter.get_info().name;
 
     // The adapter's own limits, not wgpu's defaults (which cap bindings at 128 MiB and shared
     // memory at 16 KiB), and its features, as CubeCL's own device request does.
@@ -114,9 +124,10 @@ pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
         }),
     )
     .map_err(|e| Error::Device {
-        device: info.name.clone(),
+        device: name,
         reason: format!("cannot open the device: {e}"),
     })?;
+    let info = describe_with_limits(index, &adapter, &device.limits());
     let backend = adapter.get_info().backend;
     let setup = WgpuSetup {
         instance,

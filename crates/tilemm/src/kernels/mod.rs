@@ -50,3 +50,49 @@ pub(crate) fn launch<R: Runtime>(
         }
     }
 }
+
+#[cfg(all(test, feature = "wgpu"))]
+mod tests {
+    use super::*;
+    use crate::plan::SUPPORTED_TPB;
+
+    #[test]
+    fn every_unit_writes_its_entry_of_c_and_nothing_past_it() {
+        let session = crate::backend::wgpu::open(None).unwrap_or_else(|e| {
+            panic!("this test runs the kernels on a wgpu device and found none: {e}")
+        });
+        let client = session.client();
+        // Grids overhang C in both directions for every TPB.
+        let p = Problem::new(17, 5, 33).unwrap();
+        let a: Vec<f32> = (0..p.a_len()).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..p.b_len()).map(|i| (i % 5) as f32 - 2.0).collect();
+        let mut expected = vec![0.0f32; p.c_len()];
+        for i in 0..p.m {
+            for j in 0..p.n {
+                expected[i * p.n + j] = (0..p.k).map(|l| a[i * p.k + l] * b[l * p.n + j]).sum();
+            }
+        }
+        // C's buffer is followed by a guard several times its size, and all of it starts as a
+        // NaN with a payload no product has: an entry no unit wrote keeps it, and a store past
+        // C (a unit outside C that was not stopped, a wrong row stride) changes the guard.
+        let sentinel = f32::from_bits(0x7fc0_dead);
+        let guarded = p.c_len() * 5 + 4096;
+        for kernel in Kernel::ALL {
+            for tpb in SUPPORTED_TPB {
+                let plan = Plan::new(kernel, tpb).unwrap();
+                let a_h = client.create_from_slice(f32::as_bytes(&a));
+                let b_h = client.create_from_slice(f32::as_bytes(&b));
+                let c_h = client.create_from_slice(f32::as_bytes(&vec![sentinel; guarded]));
+                launch(client, &plan, &p, &a_h, &b_h, &c_h);
+                let bytes = client.read_one(c_h).unwrap();
+                let c = f32::from_bytes(&bytes);
+                assert_eq!(&c[..p.c_len()], &expected[..], "{plan}");
+                let touched = c[p.c_len()..]
+                    .iter()
+                    .filter(|x| x.to_bits() != sentinel.to_bits())
+                    .count();
+                assert_eq!(touched, 0, "{plan} wrote {touched} entries past C");
+            }
+        }
+    }
+}
