@@ -231,6 +231,41 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
     }
 }
 
+/// CUDA and HIP source needs no device and no wgpu: these run in every build.
+#[cfg(test)]
+mod cpp_tests {
+    use super::*;
+
+    #[test]
+    fn cuda_and_hip_show_the_tiled_kernels_shared_tiles_and_barriers() {
+        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
+        let cuda = source(&plan, Target::Cuda).unwrap();
+        assert!(
+            cuda.contains("__shared__") && cuda.matches("__syncthreads()").count() == 2,
+            "{cuda}"
+        );
+        assert!(cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_f_f32"));
+        let hip = source(&plan, Target::Hip).unwrap();
+        assert!(
+            hip.contains("hip/hip_runtime.h") && hip.matches("__syncthreads()").count() == 2,
+            "{hip}"
+        );
+        // The naive kernel has neither.
+        let naive = source(&Plan::new(Kernel::Naive, 16).unwrap(), Target::Cuda).unwrap();
+        assert!(
+            !naive.contains("__syncthreads") && !naive.contains("__shared__"),
+            "{naive}"
+        );
+    }
+
+    #[cfg(not(feature = "wgpu"))]
+    #[test]
+    fn wgsl_in_a_build_without_wgpu_is_refused() {
+        let err = source(&Plan::new(Kernel::Naive, 8).unwrap(), Target::Wgsl).unwrap_err();
+        assert!(matches!(err, Error::BackendNotBuilt { .. }), "{err}");
+    }
+}
+
 #[cfg(all(test, feature = "wgpu"))]
 mod tests {
     use super::*;
@@ -301,29 +336,12 @@ mod tests {
     }
 
     #[test]
-    fn every_target_shows_the_tiled_kernels_shared_tiles_and_barriers() {
+    fn the_wgsl_shows_the_tiled_kernels_shared_tiles_and_barriers() {
         let plan = Plan::new(Kernel::Tiled, 16).unwrap();
-        let cuda = source(&plan, Target::Cuda).unwrap();
-        assert!(
-            cuda.contains("__shared__") && cuda.matches("__syncthreads()").count() == 2,
-            "{cuda}"
-        );
-        assert!(cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_f_f32"));
-        let hip = source(&plan, Target::Hip).unwrap();
-        assert!(
-            hip.contains("hip/hip_runtime.h") && hip.matches("__syncthreads()").count() == 2,
-            "{hip}"
-        );
         let wgsl = source(&plan, Target::Wgsl).unwrap();
         assert!(
             wgsl.contains("var<workgroup>") && wgsl.matches("workgroupBarrier()").count() == 2,
             "{wgsl}"
-        );
-        // The naive kernel has neither.
-        let naive = source(&Plan::new(Kernel::Naive, 16).unwrap(), Target::Cuda).unwrap();
-        assert!(
-            !naive.contains("__syncthreads") && !naive.contains("__shared__"),
-            "{naive}"
         );
     }
 

@@ -44,8 +44,8 @@ pub fn cublas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Meas
     let ctx = CudaContext::new(index).map_err(|e| error("context", &e))?;
     let stream = ctx.default_stream();
     let blas = CudaBlas::new(stream.clone()).map_err(|e| error("handle", &e))?;
-    let a_dev = stream.clone_htod(a).map_err(|e| error("upload", &e))?;
-    let b_dev = stream.clone_htod(b).map_err(|e| error("upload", &e))?;
+    let a_dev = stream.clone_htod(*a).map_err(|e| error("upload", &e))?;
+    let b_dev = stream.clone_htod(*b).map_err(|e| error("upload", &e))?;
     let mut c_dev = stream
         .alloc_zeros::<f32>(m * n)
         .map_err(|e| error("alloc", &e))?;
