@@ -33,8 +33,10 @@ pub fn naive_matmul<F: Float>(
             acc = c[out];
         }
         // At most LOOP_TRIP_LIMIT iterations: the host splits K (Plan::k_slabs).
-        for i in k_begin..k_end {
-            acc += a[(row * k + i) as usize] * b[(i * n + col) as usize];
+        let a_row = row * k + k_begin;
+        let b_col = k_begin * n + col;
+        for i in 0..k_end - k_begin {
+            acc += a[(a_row + i) as usize] * b[(b_col + i * n) as usize];
         }
         c[out] = acc;
     }
