@@ -344,42 +344,24 @@ fn bad_files_are_refused() {
         &["missing.npy", "No such file"],
     );
 
-    let text = dir.path().join("text.npy");
-    std::fs::write(&text, "not a matrix").unwrap();
-    assert_refused(
-        &["run", "--a", text.to_str().unwrap(), "--b", b_s],
-        &["text.npy", "not a .npy file"],
-    );
-
-    let empty = dir.path().join("empty.npy");
-    std::fs::write(&empty, "").unwrap();
-    assert_refused(
-        &["run", "--a", empty.to_str().unwrap(), "--b", b_s],
-        &["empty.npy", "empty"],
-    );
-
-    // A header that is not a Python dict: one line, no parser excerpt.
-    let corrupt = dir.path().join("corrupt.npy");
-    write_raw_npy(
-        &corrupt,
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)",
-        16,
-    );
-    assert_refused(
-        &["run", "--a", corrupt.to_str().unwrap(), "--b", b_s],
-        &["corrupt.npy", "corrupt .npy header"],
-    );
-
-    let f64_file = dir.path().join("f64.npy");
-    write_raw_npy(
-        &f64_file,
-        "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
-        32,
-    );
-    assert_refused(
-        &["run", "--a", f64_file.to_str().unwrap(), "--b", b_s],
-        &["float32"],
-    );
+    // Each file, as A: its name and what the one-line refusal must say.
+    let corrupt = npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)");
+    let mut f64_file = npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }");
+    f64_file.resize(f64_file.len() + 32, 0);
+    for (name, bytes, expected) in [
+        ("text.npy", b"not a matrix".to_vec(), "not a .npy file"),
+        ("empty.npy", Vec::new(), "empty"),
+        // A header that is not a Python dict: one line, no parser excerpt.
+        ("corrupt.npy", corrupt, "corrupt .npy header"),
+        ("f64.npy", f64_file, "float32"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        assert_refused(
+            &["run", "--a", path.to_str().unwrap(), "--b", b_s],
+            &[name, expected],
+        );
+    }
 
     assert_refused(&["run", "--a", a_s], &["--b"]);
     assert_refused(&["run", "--a", a_s, "--b", b_s, "-m", "4"], &["-m"]);

@@ -66,3 +66,24 @@ pub struct DeviceInfo {
     /// Its limits.
     pub limits: DeviceLimits,
 }
+
+/// A device with the given index and kind and no limits, for tests of selection and planning.
+#[cfg(test)]
+pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
+    DeviceInfo {
+        index,
+        name: format!("dev{index}"),
+        kind,
+        api: "Vulkan".into(),
+        driver: String::new(),
+        timestamps: true,
+        limits: DeviceLimits {
+            max_shared_bytes: 0,
+            max_units_per_cube: 0,
+            max_cube_dim: [0; 3],
+            max_cube_count: [0; 3],
+            max_binding_bytes: 0,
+            max_buffer_bytes: 0,
+        },
+    }
+}

@@ -255,25 +255,10 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::DeviceLimits;
+    use crate::device::test_device;
 
     fn device(kind: DeviceKind) -> DeviceInfo {
-        DeviceInfo {
-            index: 0,
-            name: "dev".into(),
-            kind,
-            api: "Vulkan".into(),
-            driver: String::new(),
-            timestamps: true,
-            limits: DeviceLimits {
-                max_shared_bytes: 0,
-                max_units_per_cube: 0,
-                max_cube_dim: [0; 3],
-                max_cube_count: [0; 3],
-                max_binding_bytes: 0,
-                max_buffer_bytes: 0,
-            },
-        }
+        test_device(0, kind)
     }
 
     #[test]

@@ -235,26 +235,7 @@ pub fn install_hint() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{DeviceKind, DeviceLimits};
-
-    fn device(index: usize, kind: DeviceKind) -> DeviceInfo {
-        DeviceInfo {
-            index,
-            name: format!("dev{index}"),
-            kind,
-            api: "Vulkan".into(),
-            driver: String::new(),
-            timestamps: true,
-            limits: DeviceLimits {
-                max_shared_bytes: 0,
-                max_units_per_cube: 0,
-                max_cube_dim: [0; 3],
-                max_cube_count: [0; 3],
-                max_binding_bytes: 0,
-                max_buffer_bytes: 0,
-            },
-        }
-    }
+    use crate::device::{test_device as device, DeviceKind};
 
     #[test]
     fn the_default_prefers_discrete_then_integrated_then_cpu_adapters() {
