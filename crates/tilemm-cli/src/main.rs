@@ -369,7 +369,8 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 plan.check(problem, &info.limits, &info.name)?;
             }
         }
-        references.push(plan_host_memory(problem, info)?);
+        // Every kernel, the vendor library and the CPU are checked against one reference.
+        references.push(plan_host_memory(problem, info, plans.len() + 2)?);
     }
     if !args.json {
         for note in &notes {

@@ -152,7 +152,7 @@ mod tests {
     fn cpu_measurement_has_a_median_and_is_verified() {
         let p = Problem::new(64, 48, 32).unwrap();
         let (a, b) = crate::inputs::random_operands(&p, 3).unwrap();
-        let plan = ReferencePlan::fit(&p, None).unwrap();
+        let plan = ReferencePlan::fit(&p, 2, None).unwrap();
         let work = Workload::new(&p, &a, &b, plan).unwrap();
         let m = cpu_gemm(&work, 3).unwrap();
         assert_eq!(m.samples_ms.len(), 3);

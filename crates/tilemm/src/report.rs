@@ -219,7 +219,7 @@ impl Report {
         let reference = match v.reference {
             ReferenceMode::Whole => "f64 reference".to_string(),
             ReferenceMode::Blocks(b) => format!(
-                "f64 reference, recomputed in {}×{}×{} blocks (too large to hold whole)",
+                "f64 reference, computed in {}×{}×{} blocks",
                 b.rows, b.depth, b.cols
             ),
         };

@@ -97,8 +97,13 @@ fn host_bytes_besides_reference(problem: &Problem, gpu: Option<&DeviceInfo>) -> 
 }
 
 /// Refuses `problem` when this process cannot hold everything a run of it makes, and plans the
-/// reference in what remains: whole if half of that holds it, else in blocks.
-pub fn plan_host_memory(problem: &Problem, gpu: Option<&DeviceInfo>) -> Result<ReferencePlan> {
+/// reference for `checks` results in what remains: whole if several are checked and half of
+/// that holds it, else in blocks.
+pub fn plan_host_memory(
+    problem: &Problem,
+    gpu: Option<&DeviceInfo>,
+    checks: usize,
+) -> Result<ReferencePlan> {
     let headroom = host::headroom();
     let others = host_bytes_besides_reference(problem, gpu);
     // The smallest reference there is: a few blocks of a few kilobytes.
@@ -107,7 +112,7 @@ pub fn plan_host_memory(problem: &Problem, gpu: Option<&DeviceInfo>) -> Result<R
         .as_ref()
         .zip(others.get())
         .map(|(h, others)| h.bytes.saturating_sub(others) / 2);
-    let reference = ReferencePlan::fit(problem, budget)?;
+    let reference = ReferencePlan::fit(problem, checks, budget)?;
     host::ensure_headroom(others + Bytes::exactly(reference.bytes), headroom.as_ref())?;
     Ok(reference)
 }
@@ -132,7 +137,9 @@ impl Runner {
                 .plan
                 .check(problem, &gpu.info().limits, &gpu.info().name)?;
         }
-        let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()))?;
+        // The two GPU runs' results, or the CPU's alone.
+        let checks = if gpu.is_some() { 2 } else { 1 };
+        let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
         Ok(Runner {
             problem: *problem,
             plan: options.plan,
@@ -282,11 +289,11 @@ mod tests {
     fn sizes_whose_byte_counts_overflow_are_refused_not_wrapped() {
         // C alone is 2⁶³ − 2³² bytes: two copies of it overflow 64 bits.
         let p = Problem::new(2_147_483_647, 1, 1_073_741_824).unwrap();
-        let err = plan_host_memory(&p, Some(&device(DeviceKind::DiscreteGpu)))
+        let err = plan_host_memory(&p, Some(&device(DeviceKind::DiscreteGpu)), 2)
             .unwrap_err()
             .to_string();
         assert!(err.contains("host memory"), "{err}");
-        let err = plan_host_memory(&p, None).unwrap_err().to_string();
+        let err = plan_host_memory(&p, None, 1).unwrap_err().to_string();
         assert!(err.contains("host memory"), "{err}");
     }
 }

@@ -21,8 +21,9 @@
 //!
 //! The reference is independent of every path it checks: the products are recomputed in f64
 //! (which is exact for each product of two f32 values) by blocks of A and B converted on the
-//! fly, so it never holds f64 copies of whole operands. When its result fits in memory it is
-//! kept whole and reused by every check; otherwise each check recomputes it block by block.
+//! fly, so it never holds f64 copies of whole operands. When several results are checked and
+//! it fits in memory it is kept whole and reused by each check; otherwise each check recomputes
+//! it block by block.
 
 use serde::Serialize;
 
@@ -80,14 +81,16 @@ pub struct ReferencePlan {
 }
 
 impl ReferencePlan {
-    /// The plan for `problem` within `budget` bytes (`None`: unknown, assume 4 GiB): whole when
-    /// that fits, else in blocks that do; an error when not even one block fits.
-    pub fn fit(problem: &Problem, budget: Option<u64>) -> Result<Self> {
+    /// The plan for `problem`, checking `checks` results, within `budget` bytes (`None`:
+    /// unknown, assume 4 GiB): whole when several results are checked and it fits, else in
+    /// blocks that fit (a single check reads the reference once: holding it whole would only
+    /// cost memory, and the time to clear it); an error when not even one block fits.
+    pub fn fit(problem: &Problem, checks: usize, budget: Option<u64>) -> Result<Self> {
         let budget = budget.unwrap_or(DEFAULT_BUDGET);
         let block = block_for(problem, budget.min(MAX_BLOCK_BYTES));
         let block_bytes = block.bytes();
         let whole = Bytes::of(problem.c_len(), 16) + block_bytes;
-        if whole.get().is_some_and(|b| b <= budget) {
+        if checks > 1 && whole.get().is_some_and(|b| b <= budget) {
             return Ok(ReferencePlan {
                 mode: ReferenceMode::Whole,
                 block,
@@ -212,9 +215,11 @@ struct Rule {
 
 impl<'a> Reference<'a> {
     /// The reference of `problem` for `a` and `b` (row-major), held whole if this process has
-    /// the memory, else recomputed in blocks by each check.
+    /// the memory (so that any number of checks reuse it), else recomputed in blocks by each
+    /// check.
     pub fn new(problem: &Problem, a: &'a [f32], b: &'a [f32]) -> Result<Self> {
-        let plan = ReferencePlan::fit(problem, host::headroom().map(|h| h.bytes / 2))?;
+        let budget = host::headroom().map(|h| h.bytes / 2);
+        let plan = ReferencePlan::fit(problem, usize::MAX, budget)?;
         Self::with_plan(problem, a, b, plan)
     }
 
@@ -313,16 +318,22 @@ impl<'a> Reference<'a> {
                 if !tally.v.right_length {
                     continue;
                 }
-                for (bi, i) in rows.clone().enumerate() {
-                    let got = &c[i * n + cols.start..i * n + cols.end];
-                    let row = bi * ld..bi * ld + cols.len();
-                    for (bj, ((&got, &want), &mag)) in got
+                // Full-width blocks are contiguous in C too: one pass, no per-row overhead
+                // (which dominated for a C of one column).
+                let (runs, width) = if cols.len() == n && ld == n {
+                    (1, rows.len() * n)
+                } else {
+                    (rows.len(), cols.len())
+                };
+                for run in 0..runs {
+                    let at = (rows.start + run) * n + cols.start;
+                    let from = run * ld;
+                    let entries = c[at..at + width]
                         .iter()
-                        .zip(&want[row.clone()])
-                        .zip(&magnitude[row])
-                        .enumerate()
-                    {
-                        tally.entry(&rule, i, cols.start + bj, got, want, mag);
+                        .zip(&want[from..from + width])
+                        .zip(&magnitude[from..from + width]);
+                    for (offset, ((&got, &want), &mag)) in entries.enumerate() {
+                        tally.entry(&rule, at + offset, got, want, mag);
                     }
                 }
             }
@@ -448,6 +459,8 @@ impl Scratch {
 struct Tally {
     v: Verification,
     worst_severity: f64,
+    /// C's columns, to locate a failure.
+    cols: usize,
 }
 
 impl Tally {
@@ -484,10 +497,12 @@ impl Tally {
                 pass: false,
             },
             worst_severity: 0.0,
+            cols: reference.problem.n,
         }
     }
 
-    fn entry(&mut self, rule: &Rule, i: usize, j: usize, got: f32, want: f64, mag: f64) {
+    /// Checks C's entry at flat (row-major) index `at`.
+    fn entry(&mut self, rule: &Rule, at: usize, got: f32, want: f64, mag: f64) {
         let v = &mut self.v;
         let got = f64::from(got);
         let err = if got == want || (got.is_nan() && want.is_nan()) {
@@ -539,7 +554,7 @@ impl Tally {
             v.range_failures += usize::from(!in_range);
             if v.worst_failure.is_none() || severity > self.worst_severity {
                 self.worst_severity = severity;
-                v.worst_failure = Some((i, j, got, want));
+                v.worst_failure = Some((at / self.cols, at % self.cols, got, want));
             }
         }
     }
@@ -733,17 +748,20 @@ mod tests {
     #[test]
     fn the_plan_holds_the_reference_whole_only_when_it_fits() {
         let p = problem(1000, 1000, 1000);
-        let whole = ReferencePlan::fit(&p, Some(1 << 30)).unwrap();
+        let whole = ReferencePlan::fit(&p, 2, Some(1 << 30)).unwrap();
         assert_eq!(whole.mode, ReferenceMode::Whole);
-        let blocks = ReferencePlan::fit(&p, Some(8 << 20)).unwrap();
+        // One check reads the reference once: no point holding it.
+        let once = ReferencePlan::fit(&p, 1, Some(1 << 30)).unwrap();
+        assert!(matches!(once.mode, ReferenceMode::Blocks(_)));
+        let blocks = ReferencePlan::fit(&p, 2, Some(8 << 20)).unwrap();
         assert!(matches!(blocks.mode, ReferenceMode::Blocks(_)));
         assert!(blocks.bytes <= 8 << 20, "{blocks:?}");
         // A single row of C a billion wide still fits in blocks.
         let wide = problem(1, 1, 1_000_000_000);
-        let plan = ReferencePlan::fit(&wide, Some(64 << 20)).unwrap();
+        let plan = ReferencePlan::fit(&wide, 2, Some(64 << 20)).unwrap();
         assert!(plan.bytes <= 64 << 20 && plan.block.cols > 1000, "{plan:?}");
         // Not even a 1×1×1 block (48 bytes) fits in 10.
-        assert!(ReferencePlan::fit(&p, Some(10)).is_err());
+        assert!(ReferencePlan::fit(&p, 2, Some(10)).is_err());
     }
 
     #[test]
