@@ -211,14 +211,19 @@ macro_rules! say {
     };
 }
 
-/// One line on stderr; if even that fails there is nobody left to tell.
-fn complain(message: &str) {
-    let line: Vec<&str> = message
+/// A message that may span lines (a runtime's, a parser's), as one line.
+fn one_line(message: &str) -> String {
+    message
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .collect();
-    let _ = writeln!(io::stderr(), "tilemm: {}", line.join(" "));
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One line on stderr; if even that fails there is nobody left to tell.
+fn complain(message: &str) {
+    let _ = writeln!(io::stderr(), "tilemm: {}", one_line(message));
 }
 
 /// Exit codes: 0 verified, 1 the result failed verification, 2 the request could not be run.
@@ -409,7 +414,12 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             // The vendor library on the same device and matrices: the bar the ladder climbs to.
             match vendor_baseline(gpu, &work, repeat) {
                 Some(Ok(baseline)) => rows.push(baseline),
-                Some(Err(err)) if !args.json => say!("note: vendor baseline skipped: {err}"),
+                Some(Err(err)) if !args.json => {
+                    say!(
+                        "note: vendor baseline skipped: {}",
+                        one_line(&err.to_string())
+                    )
+                }
                 _ => {}
             }
         }

@@ -46,6 +46,8 @@ pub struct DeviceLimits {
     pub max_binding_bytes: u64,
     /// Largest buffer that can be allocated, in bytes.
     pub max_buffer_bytes: u64,
+    /// The device's memory, in bytes, where the runtime tells (CUDA, HIP; wgpu does not).
+    pub memory_bytes: Option<u64>,
 }
 
 /// One device a GEMM can run on.
@@ -84,6 +86,7 @@ pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
             max_cube_count: [0; 3],
             max_binding_bytes: 0,
             max_buffer_bytes: 0,
+            memory_bytes: None,
         },
     }
 }

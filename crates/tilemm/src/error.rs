@@ -117,14 +117,12 @@ pub enum Error {
     },
 
     /// The host does not have the memory the run needs.
-    #[error(
-        "the run needs {needed} of host memory but this process can allocate only {available}"
-    )]
+    #[error("the run needs {needed} of host memory{}", available_words(available))]
     HostMemory {
         /// Bytes needed, in words.
         needed: String,
-        /// Bytes this process may still allocate, and which limit says so.
-        available: String,
+        /// Bytes this process may still allocate, and which limit says so, where known.
+        available: Option<String>,
     },
 
     /// A large allocation failed (the estimate was exceeded, or another process took the memory).
@@ -164,6 +162,12 @@ pub enum Error {
         /// The runtime's message.
         reason: String,
     },
+}
+
+fn available_words(available: &Option<String>) -> String {
+    available.as_ref().map_or_else(String::new, |a| {
+        format!(" but this process can allocate only {a}")
+    })
 }
 
 /// Result with tilemm's [`Error`].

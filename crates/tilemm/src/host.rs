@@ -207,13 +207,13 @@ pub fn ensure_headroom(needed: Bytes, headroom: Option<&Headroom>) -> Result<()>
     let Some(needed) = needed.get() else {
         return Err(Error::HostMemory {
             needed: "more than 2⁶⁴ bytes".into(),
-            available: headroom.map_or_else(|| "unknown".into(), Headroom::to_string),
+            available: headroom.map(Headroom::to_string),
         });
     };
     match headroom {
         Some(h) if needed > h.bytes => Err(Error::HostMemory {
             needed: format_bytes(needed),
-            available: h.to_string(),
+            available: Some(h.to_string()),
         }),
         _ => Ok(()),
     }
@@ -306,11 +306,18 @@ mod tests {
 
     #[test]
     fn impossible_allocations_are_errors_not_aborts() {
+        // Sizes that overflow the layout arithmetic, and sizes the allocator is asked for and
+        // refuses: 2⁴⁸ bytes is a valid layout but more address space than x86-64 gives a
+        // process (2⁴⁷), so the allocator itself returns null.
         let err = zeros::<f64>(usize::MAX / 4, "the test's buffer").unwrap_err();
         assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
         assert!(err.to_string().contains("the test's buffer"), "{err}");
+        let err = zeros::<f64>(1 << 45, "a 256 TiB buffer").unwrap_err();
+        assert!(err.to_string().contains("a 256 TiB buffer"), "{err}");
         let err = with_capacity::<f32>(1 << 62, "another").unwrap_err();
         assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+        let err = with_capacity::<f32>(1 << 46, "a 256 TiB vector").unwrap_err();
+        assert!(err.to_string().contains("a 256 TiB vector"), "{err}");
         assert_eq!(zeros::<f32>(5, "small").unwrap(), vec![0.0; 5]);
     }
 

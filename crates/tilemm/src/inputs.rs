@@ -38,8 +38,13 @@ pub fn random_operands(problem: &Problem, seed: u64) -> Result<(Vec<f32>, Vec<f3
 /// The .npy format's magic string.
 const MAGIC: &[u8] = b"\x93NUMPY";
 
-/// numpy refuses headers over 10000 bytes by default; anything near a megabyte is corruption.
-const MAX_HEADER_BYTES: usize = 1 << 20;
+/// numpy refuses headers over 10000 bytes by default (`max_header_size`); so does tilemm.
+const MAX_HEADER_BYTES: usize = 10_000;
+
+/// A float32 matrix's header nests two deep (the dict, the shape tuple). The Python-literal
+/// parser backtracks exponentially with depth (0.2 s at 16, 4 s at 20, no end at 1000), so
+/// deeper headers are refused before it sees them.
+const MAX_HEADER_NESTING: usize = 4;
 
 /// A 2-D float32 `.npy` file whose header has been read and checked; its data comes next.
 pub struct NpyMatrix {
@@ -239,7 +244,10 @@ fn read_header(reader: &mut impl Read) -> std::result::Result<Header, String> {
         _ => return Err(format!("unsupported .npy format version {major}.{minor}")),
     };
     if header_len > MAX_HEADER_BYTES {
-        return Err(format!("corrupt .npy header: it claims {header_len} bytes"));
+        return Err(format!(
+            "corrupt .npy header: it claims {header_len} bytes (numpy's limit is \
+             {MAX_HEADER_BYTES})"
+        ));
     }
     let mut text = vec![0u8; header_len];
     if fill(reader, &mut text).map_err(|e| e.to_string())? < header_len {
@@ -250,6 +258,11 @@ fn read_header(reader: &mut impl Read) -> std::result::Result<Header, String> {
         let shown: String = text.trim_end().chars().take(80).collect();
         format!("corrupt .npy header: {shown:?}")
     };
+    if nesting(&text) > MAX_HEADER_NESTING {
+        return Err(format!(
+            "corrupt .npy header: nested more than {MAX_HEADER_NESTING} deep"
+        ));
+    }
     let dict: py_literal::Value = text.trim_end().parse().map_err(|_| corrupt())?;
     let py_literal::Value::Dict(entries) = dict else {
         return Err(corrupt());
@@ -281,6 +294,36 @@ fn read_header(reader: &mut impl Read) -> std::result::Result<Header, String> {
     })
 }
 
+/// The deepest nesting of brackets in a Python literal, outside its strings.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' | '[' | '{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    deepest
+}
+
 impl Header {
     /// (rows, columns, Fortran order, whether to swap bytes) of a 2-D float32 array.
     fn matrix(&self) -> std::result::Result<(usize, usize, bool, bool), String> {
@@ -293,7 +336,11 @@ impl Header {
             // that says '=' (or nothing) is read in this machine's order, as numpy reads it.
             Some("=f4" | "f4" | "|f4") => false,
             _ => {
-                let found = descr.map_or_else(|| self.descr.to_string(), |d| format!("'{d}'"));
+                // Debug formatting keeps whatever the file says on one line.
+                let found = match descr {
+                    Some(d) => format!("'{}'", d.escape_debug()),
+                    None => format!("{:?}", self.descr.to_string()),
+                };
                 return Err(format!(
                     "expected dtype float32 ('<f4'), found {found} (convert with \
                      `a.astype(np.float32)`)"
@@ -347,16 +394,34 @@ impl Output {
             reason,
         };
         let io_error = |e: io::Error| error(e.to_string());
-        let target = match std::fs::metadata(path) {
+        let stream = |path: &Path| -> Result<Target> {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io_error)?;
+            Ok(Target::Stream(file))
+        };
+        // `/dev/stdout` and `/dev/fd/N` name an open file descriptor: even when it is
+        // redirected to a regular file, the file must be written through it, not replaced
+        // behind the descriptor's back.
+        if names_a_descriptor(path) {
+            let target = stream(path)?;
+            return Ok(Output {
+                path: path.to_path_buf(),
+                target,
+            });
+        }
+        // Where the path is a link, C goes where it points (made if missing); the link stays.
+        let dest = resolve_links(path).map_err(io_error)?;
+        let target = match std::fs::metadata(&dest) {
             Ok(meta) if meta.is_dir() => return Err(error("it is a directory".into())),
-            Ok(meta) if !meta.is_file() => Target::Stream(
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(io_error)?,
-            ),
+            Ok(meta) if !meta.is_file() => stream(&dest)?,
             Ok(meta) => {
-                let dest = path.canonicalize().map_err(io_error)?;
+                if !writable(&dest) {
+                    return Err(error(
+                        "the file is read-only (tilemm replaces it only if it may write it)".into(),
+                    ));
+                }
                 let dir = dest.parent().unwrap_or(Path::new("/"));
                 let temp = temp_in(dir).map_err(io_error)?;
                 temp.as_file()
@@ -365,7 +430,7 @@ impl Output {
                 Target::Replace { temp, dest }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let dir = match path.parent() {
+                let dir = match dest.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d,
                     _ => Path::new("."),
                 };
@@ -374,10 +439,7 @@ impl Output {
                 }
                 let temp = temp_in(dir).map_err(io_error)?;
                 set_default_mode(temp.as_file()).map_err(io_error)?;
-                Target::Replace {
-                    temp,
-                    dest: path.to_path_buf(),
-                }
+                Target::Replace { temp, dest }
             }
             Err(e) => return Err(io_error(e)),
         };
@@ -418,6 +480,48 @@ impl Output {
             Target::Stream(file) => write(&file),
         }
     }
+}
+
+/// Whether `path` is one of the names of an open file descriptor.
+fn names_a_descriptor(path: &Path) -> bool {
+    ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
+        .iter()
+        .any(|prefix| path.to_string_lossy().starts_with(prefix))
+}
+
+/// `path` with its symbolic links followed, the last one even if what it names does not exist
+/// yet (a dangling link is written through, not replaced).
+fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// Whether this process may write `path` (as `access(2)` says, so root's rights count).
+#[cfg(unix)]
+fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated path; access only reads it.
+    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
+}
+
+#[cfg(not(unix))]
+fn writable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
 }
 
 fn temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
@@ -664,5 +768,40 @@ mod tests {
         assert_eq!(read_matrix(&path).unwrap().1, vec![7.]);
         let err = Output::create(dir.path()).err().unwrap().to_string();
         assert!(err.contains("is a directory"), "{err}");
+        // A dangling link is written through: the file it names appears, the link stays.
+        let dangling = dir.path().join("dangling.npy");
+        std::os::unix::fs::symlink("made.npy", &dangling).unwrap();
+        write_matrix(&dangling, 1, 1, &[5.]).unwrap();
+        assert!(dangling
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            read_matrix(&dir.path().join("made.npy")).unwrap().1,
+            vec![5.]
+        );
+    }
+
+    #[test]
+    fn a_deeply_nested_header_is_refused_before_it_is_parsed() {
+        // 1000 balanced brackets: the literal parser never finished on this.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep.npy");
+        let deep = format!(
+            "{{'descr': {}{}, 'fortran_order': False, 'shape': (1, 1), }}",
+            "[".repeat(1000),
+            "]".repeat(1000)
+        );
+        let mut bytes = MAGIC.to_vec();
+        let padded = format!("{deep}\n");
+        bytes.extend_from_slice(&[1, 0]);
+        bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(padded.as_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        std::fs::write(&path, bytes).unwrap();
+        let err = read_matrix(&path).unwrap_err().to_string();
+        assert!(err.contains("nested more than 4 deep"), "{err}");
+        assert_eq!(nesting("{'descr': '<f4', 'shape': (2, 3), 'x': '((('}"), 2);
     }
 }

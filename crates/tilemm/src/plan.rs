@@ -176,7 +176,11 @@ impl Plan {
                 why: "the grid of blocks does not fit 32-bit counts".into(),
             });
         };
-        let Ok(k) = u32::try_from(problem.k) else {
+        // The tiled kernel indexes up to a tile past the end of K before its guard.
+        let Some(k) = u32::try_from(problem.k)
+            .ok()
+            .filter(|k| k.checked_add(self.tpb).is_some())
+        else {
             return Err(Error::TooLarge {
                 m: problem.m,
                 k: problem.k,
@@ -246,6 +250,21 @@ impl Plan {
         }
         let (m, k, n) = (problem.m, problem.k, problem.n);
         let dtype = problem.dtype.name();
+        if let Some(memory) = limits.memory_bytes {
+            // The operands live on the device together; a runtime that runs out of memory
+            // panics inside CubeCL instead of reporting it.
+            let together = problem
+                .operand_bytes()
+                .iter()
+                .try_fold(0u64, |sum, &b| sum.checked_add(b as u64));
+            if together.is_none_or(|t| t > memory) {
+                return Err(refuse(
+                    format!("A, B and C of problem {m}×{k}×{n} ({dtype}) together"),
+                    together.map_or_else(|| "more than 2⁶⁴ bytes".into(), format_bytes),
+                    format!("{} of device memory", format_bytes(memory)),
+                ));
+            }
+        }
         for ((name, rows, cols), bytes) in [("A", m, k), ("B", k, n), ("C", m, n)]
             .into_iter()
             .zip(problem.operand_bytes())
@@ -306,6 +325,7 @@ mod tests {
             max_cube_count: [65535, 65535, 65535],
             max_binding_bytes: 128 << 20,
             max_buffer_bytes: (1 << 31) - 1,
+            memory_bytes: None,
         }
     }
 
@@ -396,6 +416,34 @@ mod tests {
             .check(&Problem::new(1, 1, 8 * 65536).unwrap(), &limits, "dev")
             .unwrap_err();
         assert!(err.to_string().contains("65536 blocks along x"), "{err}");
+    }
+
+    #[test]
+    fn operands_beyond_the_devices_memory_together_are_refused() {
+        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
+        let mut limits = lavapipe_like();
+        limits.max_binding_bytes = 16 << 30;
+        limits.max_buffer_bytes = 16 << 30;
+        // A and B are 8 GiB and C 4 GiB, each under every per-buffer limit; 20 GiB together.
+        limits.memory_bytes = Some(20 << 30);
+        let fits = Problem::new(32768, 65536, 32768).unwrap();
+        assert!(plan.check(&fits, &limits, "dev").is_ok());
+        limits.memory_bytes = Some((20 << 30) - 1);
+        let err = plan.check(&fits, &limits, "dev").unwrap_err().to_string();
+        assert!(
+            err.contains("together") && err.contains("device memory"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_k_whose_last_tile_overflows_32_bits_is_refused() {
+        let plan = Plan::new(Kernel::Tiled, 32).unwrap();
+        let p = Problem::new(1, u32::MAX as usize - 8, 1).unwrap();
+        let err = plan.launch_shape(&p).unwrap_err().to_string();
+        assert!(err.contains("32-bit"), "{err}");
+        let ok = Problem::new(1, u32::MAX as usize - 32, 1).unwrap();
+        assert!(plan.launch_shape(&ok).is_ok());
     }
 
     #[test]

@@ -228,15 +228,17 @@ impl Report {
         } else {
             "CPU C"
         };
-        let figures = match v.beyond_range_entries {
+        let figures = match v.beyond_range_entries + v.nonfinite_entries {
             0 => format!(
                 "max abs {:.3e}, max rel {:.3e}",
                 v.max_abs_err, v.max_rel_err
             ),
-            n if n == v.entries => format!("no entry has |A|·|B| within {dtype}'s range"),
+            n if n == v.entries => {
+                format!("no entry has a finite |A|·|B| within {dtype}'s range")
+            }
             n => format!(
-                "max abs {:.3e}, max rel {:.3e} over the {} entries with |A|·|B| within \
-                 {dtype}'s range",
+                "max abs {:.3e}, max rel {:.3e} over the {} entries with a finite |A|·|B| \
+                 within {dtype}'s range",
                 v.max_abs_err,
                 v.max_rel_err,
                 v.entries - n
@@ -270,16 +272,27 @@ impl Report {
                 )?;
             }
             if v.bound_meaningful {
+                let worst = if v.bound_entries > 0 {
+                    format!("; worst err/bound {:.3e}", v.worst_err_over_bound)
+                } else {
+                    String::new()
+                };
                 writeln!(
                     f,
                     "bound       |c − ref| ≤ {:.3e}·(|A|·|B|) + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, \
-                     u = {:.3e}); worst err/bound {:.3e}",
+                     u = {:.3e}){worst}",
                     v.bound_factor,
                     v.bound_floor,
                     p.k,
                     p.dtype.unit_roundoff(),
-                    v.worst_err_over_bound
                 )?;
+                if v.subnormal_inputs {
+                    writeln!(
+                        f,
+                        "            A or B holds subnormal numbers, which devices may flush to \
+                         zero: the floor allows for losing every term they are in"
+                    )?;
+                }
             } else {
                 writeln!(
                     f,
@@ -322,6 +335,14 @@ impl Report {
                 v.overflow_entries,
                 v.largest_reference,
                 v.largest_magnitude
+            )?;
+        }
+        if v.nonfinite_entries > 0 {
+            writeln!(
+                f,
+                "inf/NaN     {} entries meet infinite or NaN inputs: each must be the reference's \
+                 IEEE result (±inf or NaN) exactly",
+                v.nonfinite_entries
             )?;
         }
         if let Some((i, j, got, want)) = v.worst_failure {

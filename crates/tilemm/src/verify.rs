@@ -105,10 +105,13 @@ impl ReferencePlan {
             }),
             None => Err(Error::HostMemory {
                 needed: format!(
-                    "{} for the smallest block of the reference",
+                    "{} more, for the smallest block of the reference,",
                     format_bytes(block_bytes.get().unwrap_or(u64::MAX))
                 ),
-                available: format!("{} once the rest is counted", format_bytes(budget)),
+                available: Some(format!(
+                    "{} besides the rest of the run",
+                    format_bytes(budget)
+                )),
             }),
         }
     }
@@ -142,6 +145,9 @@ pub struct Reference<'a> {
     b: &'a [f32],
     plan: ReferencePlan,
     integer_inputs: bool,
+    /// Extra absolute error a device may make by flushing subnormal inputs to zero: each term
+    /// with a subnormal operand is then lost, and |a·b| < λ·max(|A|, |B|) for such a term.
+    subnormal_slack: f64,
     /// C and |A|·|B| in f64, row-major, when held whole.
     whole: Option<(Vec<f64>, Vec<f64>)>,
 }
@@ -169,6 +175,8 @@ pub struct Verification {
     pub exact_entries: usize,
     /// Entries that neither exactness nor a meaningful bound could check.
     pub unverifiable_entries: usize,
+    /// Entries checked against the bound (not exact, finite, the bound meaningful).
+    pub bound_entries: usize,
     /// max |c − ref|ᵢⱼ / boundᵢⱼ over the entries checked against the bound: at most 1 to pass.
     pub worst_err_over_bound: f64,
     /// max |c − ref|ᵢⱼ / (u·(|A|·|B|)ᵢⱼ) over the entries checked against the bound.
@@ -181,6 +189,12 @@ pub struct Verification {
     pub largest_magnitude: f64,
     /// Entries whose |A|·|B| exceeds the dtype's range (the error figures leave them out).
     pub beyond_range_entries: usize,
+    /// Entries that NaN or infinite inputs reach: they must equal the reference's IEEE result
+    /// (±inf, or NaN) exactly, and the error figures leave them out.
+    pub nonfinite_entries: usize,
+    /// Whether A or B holds subnormal numbers (the bound's floor then allows for a device that
+    /// flushes them to zero).
+    pub subnormal_inputs: bool,
     /// Entries whose exact value lies beyond the dtype's range.
     pub overflow_entries: usize,
     /// Failed entries whose |A|·|B| exceeds the dtype's range (so sums may have overflowed).
@@ -232,12 +246,24 @@ impl<'a> Reference<'a> {
     ) -> Result<Self> {
         problem.check_operands(a, b)?;
         let integer = |x: &f32| x.is_finite() && x.trunc() == *x;
+        let subnormal = |x: &f32| x.is_subnormal();
+        let largest = |m: &[f32]| {
+            m.iter()
+                .filter(|x| x.is_finite())
+                .fold(0.0f64, |acc, x| acc.max(f64::from(x.abs())))
+        };
+        let subnormal_slack = if a.iter().any(subnormal) || b.iter().any(subnormal) {
+            problem.dtype.smallest_normal() * problem.k as f64 * (largest(a) + largest(b))
+        } else {
+            0.0
+        };
         let mut reference = Reference {
             problem: *problem,
             a,
             b,
             plan,
             integer_inputs: a.iter().all(integer) && b.iter().all(integer),
+            subnormal_slack,
             whole: None,
         };
         if plan.mode == ReferenceMode::Whole {
@@ -278,8 +304,9 @@ impl<'a> Reference<'a> {
         let gamma = |u: f64| (k * u < 0.5).then(|| k * u / (1.0 - k * u));
         // The f64 reference is itself off by at most γ_K(2⁻⁵³)·|A|·|B|.
         let factor = gamma(dtype.unit_roundoff())? + gamma(f64::EPSILON / 2.0)?;
-        // K products and K − 1 additions, each of which may underflow or be flushed to zero.
-        let floor = 2.0 * k * dtype.smallest_normal();
+        // K products and K − 1 additions, each of which may underflow or be flushed to zero,
+        // and terms with a subnormal operand, which a device may flush to zero whole.
+        let floor = 2.0 * k * dtype.smallest_normal() + self.subnormal_slack;
         Some((factor, floor))
     }
 
@@ -478,6 +505,7 @@ impl Tally {
                 entries: reference.problem.c_len(),
                 integer_inputs: reference.integer_inputs,
                 exact_entries: 0,
+                bound_entries: 0,
                 unverifiable_entries: 0,
                 worst_err_over_bound: 0.0,
                 err_in_ulps: None,
@@ -485,6 +513,8 @@ impl Tally {
                 largest_reference: 0.0,
                 largest_magnitude: 0.0,
                 beyond_range_entries: 0,
+                nonfinite_entries: 0,
+                subnormal_inputs: reference.subnormal_slack > 0.0,
                 overflow_entries: 0,
                 range_failures: 0,
                 failures: if right_length {
@@ -517,19 +547,26 @@ impl Tally {
         if mag.is_finite() {
             v.largest_magnitude = v.largest_magnitude.max(mag);
         }
-        // NaN or infinite inputs give a NaN or infinite magnitude: neither exact nor in range.
-        let in_range = mag <= rule.range || mag.is_nan();
-        v.beyond_range_entries += usize::from(!in_range);
-        let (ok, severity) = if rule.integer_inputs && mag <= rule.exact_limit {
+        // NaN or infinite inputs give a NaN or infinite magnitude; finite magnitudes beyond the
+        // range mean sums may overflow. Neither kind enters the error figures.
+        let finite = mag.is_finite();
+        let in_range = finite && mag <= rule.range;
+        v.beyond_range_entries += usize::from(finite && !in_range);
+        v.nonfinite_entries += usize::from(!finite);
+        let (ok, severity) = if !finite {
+            // The bound would be infinite and pass anything: IEEE arithmetic gives the same ±inf
+            // or NaN in f32 as in f64, so ask for it exactly.
+            (err == 0.0, f64::INFINITY)
+        } else if rule.integer_inputs && mag <= rule.exact_limit {
             v.exact_entries += 1;
             (err == 0.0, f64::INFINITY)
         } else if !rule.meaningful {
             v.unverifiable_entries += 1;
             (true, 0.0)
         } else {
+            v.bound_entries += 1;
             let bound = rule.factor * mag + rule.floor;
-            // A NaN error (a NaN where a number belongs) fails. An exact match passes even
-            // where the bound is NaN (NaN or infinite inputs).
+            // A NaN error (a NaN where a number belongs) fails.
             let ratio = if err == 0.0 { 0.0 } else { err / bound };
             if in_range {
                 v.worst_err_over_bound = nan_max(v.worst_err_over_bound, ratio);
@@ -551,7 +588,7 @@ impl Tally {
         }
         if !ok {
             v.failures += 1;
-            v.range_failures += usize::from(!in_range);
+            v.range_failures += usize::from(finite && !in_range);
             if v.worst_failure.is_none() || severity > self.worst_severity {
                 self.worst_severity = severity;
                 v.worst_failure = Some((at / self.cols, at % self.cols, got, want));
@@ -663,6 +700,37 @@ mod tests {
         let v = check(&p, &[1.0], &[f32::NAN, 2.0], &[f32::NAN, f32::NAN]);
         assert!(!v.pass);
         assert_eq!(v.failures, 1);
+    }
+
+    #[test]
+    fn infinite_inputs_must_give_the_ieee_result_exactly() {
+        // [inf 1]·[1; 1] = inf: an infinite bound must not pass a finite or negative answer.
+        let p = problem(1, 2, 1);
+        let (a, b) = ([f32::INFINITY, 1.0], [1.0f32, 1.0]);
+        assert!(check(&p, &a, &b, &[f32::INFINITY]).pass);
+        for wrong in [0.0, 1e30, f32::NEG_INFINITY, f32::NAN] {
+            let v = check(&p, &a, &b, &[wrong]);
+            assert!(!v.pass && v.nonfinite_entries == 1, "{wrong}: {v:?}");
+            assert_eq!(v.range_failures, 0, "{wrong}: not an overflow");
+        }
+        // inf·0 is NaN in f32 as in f64.
+        assert!(check(&p, &[f32::INFINITY, 0.0], &[0.0, 1.0], &[f32::NAN]).pass);
+    }
+
+    #[test]
+    fn subnormal_inputs_flushed_to_zero_still_pass_and_nothing_more() {
+        // 1e-39 is subnormal in f32. A device that flushes it (Vulkan allows it, CUDA's fast
+        // math does) returns 0 for
+        // 1e-39·1e30 = 1e-9: within the floor for subnormal inputs (λ·K·max|B| = 1.2e-8, λ the
+        // smallest normal number). 1e-7 off is not.
+        let p = problem(1, 1, 1);
+        let (a, b) = ([1e-39f32], [1e30f32]);
+        let v = check(&p, &a, &b, &[0.0]);
+        assert!(v.pass && v.subnormal_inputs, "{v:?}");
+        assert!(!check(&p, &a, &b, &[1e-7]).pass);
+        // Without subnormal inputs the floor stays at underflow size.
+        let v = check(&p, &[1e-30], &b, &[1.0]);
+        assert!(!v.subnormal_inputs && v.bound_floor < 1e-37, "{v:?}");
     }
 
     #[test]

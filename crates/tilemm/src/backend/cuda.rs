@@ -67,6 +67,7 @@ fn describe(index: usize) -> Result<DeviceInfo> {
             // CUDA has no binding limit: one buffer may take the whole memory.
             max_binding_bytes: total,
             max_buffer_bytes: total,
+            memory_bytes: Some(total),
         },
     })
 }

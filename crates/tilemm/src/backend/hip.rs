@@ -82,9 +82,18 @@ pub fn open(index: Option<usize>) -> Result<Session<HipRuntime>> {
             ],
             max_binding_bytes: props.memory.max_page_size,
             max_buffer_bytes: props.memory.max_page_size,
+            memory_bytes: total_memory(index),
         },
     };
     Ok(Session::new(client, info))
+}
+
+/// The memory of HIP device `index`, if the runtime tells.
+fn total_memory(index: usize) -> Option<u64> {
+    let mut bytes = 0usize;
+    // SAFETY: writes one usize; the runtime was loaded and the index checked by the caller.
+    let status = unsafe { hip::hipDeviceTotalMem(&mut bytes, index as i32) };
+    (status == hip::HIP_SUCCESS).then_some(bytes as u64)
 }
 
 /// Every HIP device, or none when ROCm is missing.

@@ -67,6 +67,7 @@ fn describe_with_limits(
             max_cube_count: [limits.max_compute_workgroups_per_dimension; 3],
             max_binding_bytes: limits.max_storage_buffer_binding_size,
             max_buffer_bytes: limits.max_buffer_size,
+            memory_bytes: None,
         },
     }
 }
