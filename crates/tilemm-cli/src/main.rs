@@ -12,7 +12,7 @@ use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
 use tilemm::plan::{format_bytes, DEFAULT_TPB};
 use tilemm::run::{plan_host_memory, Inputs, RunOptions, Runner};
-use tilemm::{inputs, Backend, Kernel, Plan, Problem};
+use tilemm::{inputs, one_line, Backend, Kernel, Plan, Problem};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
 #[derive(Parser)]
@@ -209,16 +209,6 @@ macro_rules! say {
     ($($arg:tt)*) => {
         say(format_args!($($arg)*))?
     };
-}
-
-/// A message that may span lines (a runtime's, a parser's), as one line.
-fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// One line on stderr; if even that fails there is nobody left to tell.

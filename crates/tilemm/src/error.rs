@@ -164,6 +164,18 @@ pub enum Error {
     },
 }
 
+/// A message that may span several lines (a runtime's, often with a backtrace; a parser's) as
+/// one line: tilemm's refusals are one line each.
+pub fn one_line(message: &str) -> String {
+    let message = message.split("Backtrace:").next().unwrap_or(message);
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn available_words(available: &Option<String>) -> String {
     available.as_ref().map_or_else(String::new, |a| {
         format!(" but this process can allocate only {a}")

@@ -7,7 +7,7 @@ use cubecl::prelude::*;
 use cubecl::profile::TimingMethod;
 
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
+use crate::error::{one_line, Error, Result};
 use crate::host;
 use crate::kernels;
 use crate::plan::Plan;
@@ -136,15 +136,4 @@ impl<R: Runtime> Session<R> {
             reason: one_line(&reason),
         }
     }
-}
-
-/// A runtime's multi-line message (often with a backtrace) as one line.
-fn one_line(message: &str) -> String {
-    let message = message.split("Backtrace:").next().unwrap_or(message);
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }

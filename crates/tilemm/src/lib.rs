@@ -42,6 +42,6 @@ pub mod verify;
 
 pub use backend::{Backend, GpuSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits};
-pub use error::{Error, Result};
+pub use error::{one_line, Error, Result};
 pub use plan::{Kernel, Plan};
 pub use problem::{DType, Layout, Problem};
