@@ -670,8 +670,7 @@ mod tests {
         let header = "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 4), }";
         let path = dir.path().join("m.npy");
         std::fs::write(&path, raw_npy(header, &f32_bytes(&values, false))).unwrap();
-        // A pipe: `cat m.npy |` read through /dev/stdin's fd path of the child would need a
-        // shell; a FIFO is the same kind of file.
+        // A FIFO is a pipe with a name: what `--a <(cat m.npy)` hands tilemm.
         let fifo = dir.path().join("fifo");
         assert!(Command::new("mkfifo")
             .arg(&fifo)
