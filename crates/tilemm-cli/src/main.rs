@@ -10,9 +10,9 @@ use tilemm::backend::{default_device, install_hint, list_devices, open_device};
 use tilemm::bench;
 use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
-use tilemm::plan::{format_bytes, DEFAULT_TPB};
+use tilemm::plan::format_bytes;
 use tilemm::run::{plan_host_memory, Inputs, RunOptions, Runner};
-use tilemm::{inputs, one_line, Backend, Kernel, Plan, Problem};
+use tilemm::{inputs, one_line, Backend, Config, DType, HostData, Plan, Precision, Problem, Shape};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
 #[derive(Parser)]
@@ -30,15 +30,18 @@ enum Command {
     Bench(BenchArgs),
     /// Print the source the JIT generates for a kernel (CUDA, HIP or WGSL), without a device.
     Emit {
-        /// Kernel: naive or tiled.
+        /// Kernel: a rung of the ladder, optionally with its settings (`tiled:tpb=32`).
         #[arg(long, default_value = "tiled")]
-        kernel: Kernel,
+        kernel: Config,
         /// Target language: cuda, hip or wgsl.
         #[arg(long)]
         target: Target,
-        /// Threads per block along each axis (8, 16, 32).
-        #[arg(long, default_value_t = DEFAULT_TPB)]
-        tpb: u32,
+        /// Threads per block along each axis (8, 16, 32): short for `--kernel RUNG:tpb=T`.
+        #[arg(long)]
+        tpb: Option<u32>,
+        /// Element type of A and B (and C): f32, f16, bf16 or f64.
+        #[arg(long, default_value = "f32")]
+        dtype: DType,
     },
     /// Compile every kernel for NVIDIA (NVRTC) and AMD (clang) targets, no GPU needed, and
     /// report registers, spills, shared memory and occupancy. Fails on a compile error or a
@@ -66,12 +69,13 @@ struct DeviceArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Kernel: naive (one thread per element of C) or tiled (shared-memory tiles).
+    /// Kernel: a rung of the ladder (naive, tiled), optionally with its settings
+    /// (`tiled:tpb=32`).
     #[arg(long, default_value = "tiled")]
-    kernel: Kernel,
-    /// Threads per block along each axis, and the tiled kernel's tile side: 8, 16 or 32.
-    #[arg(long, default_value_t = DEFAULT_TPB)]
-    tpb: u32,
+    kernel: Config,
+    /// Threads per block along each axis (8, 16, 32): short for `--kernel RUNG:tpb=T`.
+    #[arg(long)]
+    tpb: Option<u32>,
     /// Rows of A and C.
     #[arg(short, default_value_t = 256, conflicts_with = "a", allow_negative_numbers = true, value_parser = dimension)]
     m: usize,
@@ -81,6 +85,24 @@ struct RunArgs {
     /// Columns of B and C.
     #[arg(short, default_value_t = 256, conflicts_with = "a", allow_negative_numbers = true, value_parser = dimension)]
     n: usize,
+    /// Products in the batch: A, B and C hold that many matrices each.
+    #[arg(long, default_value_t = 1, conflicts_with = "a", value_parser = dimension)]
+    batch: usize,
+    /// A is stored transposed (K×M) and used as Aᵀ: a view, not a copy.
+    #[arg(long, conflicts_with = "a")]
+    trans_a: bool,
+    /// B is stored transposed (N×K) and used as Bᵀ.
+    #[arg(long, conflicts_with = "a")]
+    trans_b: bool,
+    /// α in C = α·A·B + β·C.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    alpha: f64,
+    /// β in C = α·A·B + β·C; C then starts random (uniform in [-1, 1)). 0 leaves C unread.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    beta: f64,
+    /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32) or f64.
+    #[arg(long, default_value = "f32", conflicts_with = "a")]
+    dtype: DType,
     /// Seed of the random inputs (uniform in [-1, 1)).
     #[arg(long, default_value_t = 0, conflicts_with = "a")]
     seed: u64,
@@ -102,11 +124,13 @@ struct RunArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Kernels to measure, comma-separated.
+    /// Kernels to measure, comma-separated, each a rung with optional settings
+    /// (`naive,tiled:tpb=32`).
     #[arg(long, value_delimiter = ',', default_value = "naive,tiled")]
-    kernels: Vec<Kernel>,
-    /// Tile sizes to measure, comma-separated (8, 16, 32).
-    #[arg(long, value_delimiter = ',', default_value = "16")]
+    kernels: Vec<Config>,
+    /// Tile sizes to measure each kernel with, comma-separated (8, 16, 32): short for
+    /// `RUNG:tpb=T` settings.
+    #[arg(long, value_delimiter = ',')]
     tpb: Vec<u32>,
     /// Problem sizes, comma-separated: N for N×N×N, or MxKxN.
     #[arg(long, value_delimiter = ',', default_value = "512,1024")]
@@ -130,11 +154,11 @@ struct CompileCheckArgs {
         default_value = "sm_80,sm_90,gfx90a,gfx940,gfx1100"
     )]
     archs: Vec<Arch>,
-    /// Kernels, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "naive,tiled")]
-    kernels: Vec<Kernel>,
-    /// Tile sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "8,16,32")]
+    /// Kernels, comma-separated (default: every configuration of every rung).
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<Config>,
+    /// Tile sizes, comma-separated: short for `RUNG:tpb=T` settings.
+    #[arg(long, value_delimiter = ',')]
     tpb: Vec<u32>,
     /// A directory holding cuda_runtime.h (default: CUDA_PATH, /usr/local/cuda, or the PyPI
     /// wheel next to libnvrtc on LD_LIBRARY_PATH).
@@ -146,6 +170,29 @@ struct CompileCheckArgs {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// The plans `configs` name, each with every tile size of `tpb` when some are given.
+fn plans(configs: &[Config], tpb: &[u32]) -> tilemm::Result<Vec<Plan>> {
+    let configs: Vec<Config> = if configs.is_empty() {
+        tilemm::Kernel::ALL.iter().flat_map(|k| k.configs()).collect()
+    } else {
+        configs.to_vec()
+    };
+    let mut plans = Vec::new();
+    for config in configs {
+        if tpb.is_empty() {
+            plans.push(Plan::new(config));
+        }
+        for t in tpb {
+            let config = config
+                .kernel()
+                .parse_config(&format!("tpb={t}"))
+                .map_err(tilemm::Error::View)?;
+            plans.push(Plan::new(config));
+        }
+    }
+    Ok(plans)
 }
 
 /// A matrix dimension: a whole number (0 is refused by name later, with the other checks).
@@ -263,7 +310,8 @@ fn main() -> ExitCode {
             kernel,
             target,
             tpb,
-        } => emit_command(kernel, target, tpb),
+            dtype,
+        } => emit_command(kernel, target, tpb, dtype),
     };
     let result =
         result.and_then(|code| io::stdout().flush().map(|()| code).map_err(Failure::Stdout));
@@ -283,7 +331,7 @@ fn main() -> ExitCode {
 }
 
 fn run_command(args: RunArgs) -> CommandResult {
-    let plan = Plan::new(args.kernel, args.tpb)?;
+    let plan = plans(&[args.kernel], args.tpb.as_slice())?[0];
     // An unusable destination is refused before the run, not after it.
     let output = args
         .out
@@ -301,24 +349,55 @@ fn run_command(args: RunArgs) -> CommandResult {
     let outcome = match (&args.a, &args.b) {
         (Some(a_path), Some(b_path)) => {
             let (problem, a_file, b_file) = inputs::open_operands(a_path, b_path)?;
+            let problem = Shape {
+                alpha: args.alpha,
+                beta: args.beta,
+                ..Shape::new(problem.m, problem.k, problem.n)
+            }
+            .problem()?;
             let runner = Runner::new(&problem, &options)?;
             let (a, b) = (a_file.read()?, b_file.read()?);
+            let c0 = inputs::random_operands(&problem, args.seed)?.c0;
             let files = Inputs::Files {
                 a: a_path.clone(),
                 b: b_path.clone(),
             };
-            runner.run(&a, &b, files)?
+            let operands = inputs::Operands {
+                a: HostData::F32(a),
+                b: HostData::F32(b),
+                c0,
+            };
+            runner.run(&operands, files)?
         }
         _ => {
-            let problem = Problem::new(args.m, args.k, args.n)?;
+            let problem = Shape {
+                m: args.m,
+                k: args.k,
+                n: args.n,
+                batch: args.batch,
+                trans_a: args.trans_a,
+                trans_b: args.trans_b,
+                broadcast_a: false,
+                broadcast_b: false,
+                alpha: args.alpha,
+                beta: args.beta,
+                precision: Precision::of(args.dtype),
+            }
+            .problem()?;
+            if output.is_some() && (problem.batch > 1 || args.dtype != DType::F32) {
+                return Err(tilemm::Error::View(
+                    "--out writes one f32 matrix: drop --batch and --dtype, or --out".into(),
+                )
+                .into());
+            }
             let runner = Runner::new(&problem, &options)?;
-            let (a, b) = inputs::random_operands(&problem, args.seed)?;
-            runner.run(&a, &b, Inputs::Random { seed: args.seed })?
+            let operands = inputs::random_operands(&problem, args.seed)?;
+            runner.run(&operands, Inputs::Random { seed: args.seed })?
         }
     };
     let problem = outcome.report.problem;
-    if let Some(output) = output {
-        output.write(problem.m, problem.n, &outcome.c)?;
+    if let (Some(output), HostData::F32(c)) = (output, &outcome.c) {
+        output.write(problem.m, problem.n, c)?;
     }
     let verdict = if outcome.report.pass {
         ExitCode::SUCCESS
@@ -342,12 +421,7 @@ fn run_command(args: RunArgs) -> CommandResult {
 }
 
 fn bench_command(args: BenchArgs) -> CommandResult {
-    let mut plans = Vec::new();
-    for &kernel in &args.kernels {
-        for &tpb in &args.tpb {
-            plans.push(Plan::new(kernel, tpb)?);
-        }
-    }
+    let plans = plans(&args.kernels, &args.tpb)?;
     let problems = args
         .sizes
         .iter()
@@ -361,7 +435,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     for problem in &problems {
         if let Some(info) = info {
             for plan in &plans {
-                plan.check(problem, &info.limits, &info.name)?;
+                plan.check(problem, info)?;
             }
         }
         // Every kernel, the vendor library and the CPU are checked against one reference.
@@ -394,8 +468,8 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     let repeat = usize::from(args.repeat);
     let mut all = Vec::new();
     for (problem, reference) in problems.iter().zip(references) {
-        let (a, b) = inputs::random_operands(problem, 0)?;
-        let work = bench::Workload::new(problem, &a, &b, reference)?;
+        let operands = inputs::random_operands(problem, 0)?;
+        let work = bench::Workload::new(problem, &operands, reference)?;
         let mut rows = Vec::new();
         if let Some(gpu) = &gpu {
             for plan in &plans {
@@ -476,12 +550,7 @@ fn vendor_baseline(
 }
 
 fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
-    let mut plans = Vec::new();
-    for &kernel in &args.kernels {
-        for &tpb in &args.tpb {
-            plans.push(Plan::new(kernel, tpb)?);
-        }
-    }
+    let plans = plans(&args.kernels, &args.tpb)?;
     let tools = Toolchain {
         cuda_include: args.cuda_include.clone(),
         clang: args.clang.clone(),
@@ -546,8 +615,9 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     })
 }
 
-fn emit_command(kernel: Kernel, target: Target, tpb: u32) -> CommandResult {
-    let source = emit::source(&Plan::new(kernel, tpb)?, target)?;
+fn emit_command(kernel: Config, target: Target, tpb: Option<u32>, dtype: DType) -> CommandResult {
+    let plan = plans(&[kernel], tpb.as_slice())?[0];
+    let source = emit::source_for(&plan, Precision::of(dtype), target)?;
     say!("{source}");
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::backend::GpuSession;
 use crate::cpu;
 use crate::error::Result;
+use crate::inputs::Operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::verify::{Reference, ReferencePlan};
@@ -17,23 +18,21 @@ use crate::verify::{Reference, ReferencePlan};
 pub struct Workload<'a> {
     /// The product.
     pub problem: Problem,
-    /// A, row-major.
-    pub a: &'a [f32],
-    /// B, row-major.
-    pub b: &'a [f32],
+    /// A, B and C's initial contents.
+    pub operands: &'a Operands,
     /// What every result is checked against.
     pub reference: Reference<'a>,
 }
 
 impl<'a> Workload<'a> {
-    /// `a` and `b` (row-major operands of `problem`) and their reference, computed as `plan`
-    /// says ([`crate::run::plan_host_memory`] fits it to the host).
-    pub fn new(problem: &Problem, a: &'a [f32], b: &'a [f32], plan: ReferencePlan) -> Result<Self> {
+    /// The operands of `problem` and their reference, computed as `plan` says
+    /// ([`crate::run::plan_host_memory`] fits it to the host).
+    pub fn new(problem: &Problem, operands: &'a Operands, plan: ReferencePlan) -> Result<Self> {
+        let Operands { a, b, c0 } = operands;
         Ok(Workload {
             problem: *problem,
-            a,
-            b,
-            reference: Reference::with_plan(problem, a, b, plan)?,
+            operands,
+            reference: Reference::with_plan(problem, a, b, c0.as_ref(), plan)?,
         })
     }
 }
@@ -85,7 +84,8 @@ pub(crate) fn measurement(
     }
 }
 
-/// Times the kernel of `plan` (kernel time alone) `repeat` times after one warm-up run.
+/// Times the kernels of `plan` on resident matrices (uploaded once), `repeat` times after one
+/// warm-up run whose result is downloaded and verified.
 pub fn gpu_kernel(
     gpu: &GpuSession,
     work: &Workload,
@@ -94,16 +94,23 @@ pub fn gpu_kernel(
 ) -> Result<Measurement> {
     let Workload {
         problem,
-        a,
-        b,
+        operands,
         reference,
     } = work;
-    let warm = gpu.matmul(problem, plan, a, b)?;
-    let verified = reference.check(&warm.c)?.pass;
-    drop(warm);
+    let a = gpu.upload(&operands.a)?;
+    let b = gpu.upload(&operands.b)?;
+    let c = gpu.output(problem, operands.c0.as_ref())?;
+    let launches = gpu.enqueue(problem, plan, &a, &b, &c)?;
+    let result = gpu.download(&c)?;
+    let verified = reference
+        .check_passes(&result, launches.k_slabs as usize)?
+        .pass;
+    drop(result);
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
-        samples.push(gpu.matmul(problem, plan, a, b)?.kernel.as_secs_f64() * 1e3);
+        // C keeps changing when β ≠ 0; the time does not depend on its values.
+        let time = gpu.profile(|| gpu.enqueue(problem, plan, &a, &b, &c).map(|_| ()))?;
+        samples.push(time.as_secs_f64() * 1e3);
     }
     let timing = if gpu.has_device_timestamps() {
         "device timestamps"
@@ -123,15 +130,16 @@ pub fn gpu_kernel(
 pub fn cpu_gemm(work: &Workload, repeat: usize) -> Result<Measurement> {
     let Workload {
         problem,
-        a,
-        b,
+        operands: Operands { a, b, c0 },
         reference,
     } = work;
-    let verified = reference.check(&cpu::matmul(problem, a, b)?)?.pass;
+    let verified = reference
+        .check(&cpu::product(problem, a, b, c0.as_ref())?)?
+        .pass;
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        let c = cpu::matmul(problem, a, b)?;
+        let c = cpu::product(problem, a, b, c0.as_ref())?;
         samples.push(start.elapsed().as_secs_f64() * 1e3);
         drop(c);
     }
@@ -151,9 +159,9 @@ mod tests {
     #[test]
     fn cpu_measurement_has_a_median_and_is_verified() {
         let p = Problem::new(64, 48, 32).unwrap();
-        let (a, b) = crate::inputs::random_operands(&p, 3).unwrap();
+        let ops = crate::inputs::random_operands(&p, 3).unwrap();
         let plan = ReferencePlan::fit(&p, 2, None).unwrap();
-        let work = Workload::new(&p, &a, &b, plan).unwrap();
+        let work = Workload::new(&p, &ops, plan).unwrap();
         let m = cpu_gemm(&work, 3).unwrap();
         assert_eq!(m.samples_ms.len(), 3);
         assert!(m.min_ms <= m.median_ms && m.median_ms > 0.0);

@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+use crate::error::{Error, Result};
+use crate::problem::{DType, Precision};
+
 /// The kind of adapter, as the driver reports it; selection prefers them in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -50,6 +53,40 @@ pub struct DeviceLimits {
     pub memory_bytes: Option<u64>,
 }
 
+/// The element types a device computes with, beyond f32 (which every device has).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TypeSupport {
+    /// Arithmetic and buffers of f16 (WGSL `shader-f16`, Vulkan `shaderFloat16`).
+    pub f16: bool,
+    /// A bf16 type. Without one, tilemm packs bf16 inputs two to a 32-bit word, widens them
+    /// in the kernel and keeps C in f32.
+    pub bf16: bool,
+    /// Arithmetic and buffers of f64 (Vulkan `shaderFloat64`; WGSL has none).
+    pub f64: bool,
+}
+
+impl TypeSupport {
+    /// Refuses `precision` when `device` lacks one of its types, naming what is missing.
+    pub fn check(&self, precision: Precision, device: &str) -> Result<()> {
+        for dtype in [precision.input, precision.accumulate, precision.output] {
+            let missing = match dtype {
+                DType::F16 if !self.f16 => "16-bit floats (shader-f16 / shaderFloat16)",
+                DType::F64 if !self.f64 => {
+                    "64-bit floats (shaderFloat64; WGSL has none, so wgpu needs a Vulkan adapter on \
+                     CubeCL's SPIR-V path)"
+                }
+                _ => continue,
+            };
+            return Err(Error::TypeUnavailable {
+                dtype,
+                device: device.to_string(),
+                missing,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One device a GEMM can run on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeviceInfo {
@@ -67,6 +104,8 @@ pub struct DeviceInfo {
     pub timestamps: bool,
     /// Its limits.
     pub limits: DeviceLimits,
+    /// Element types beyond f32 (known once the device is open; all false in listings).
+    pub types: TypeSupport,
 }
 
 /// A device with the given index and kind and no limits, for tests of selection and planning.
@@ -88,5 +127,6 @@ pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
             max_buffer_bytes: 0,
             memory_bytes: None,
         },
+        types: TypeSupport::default(),
     }
 }

@@ -20,8 +20,8 @@ use cubecl::{Compiler, ExecutionMode};
 use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
 
 use crate::error::{Error, Result};
-use crate::kernels::{naive, tiled};
-use crate::plan::{Kernel, Plan};
+use crate::plan::Plan;
+use crate::problem::{DType, Precision};
 
 /// A language the kernels can be emitted in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,12 +65,27 @@ impl FromStr for Target {
     }
 }
 
-/// The kernel's entry point in the generated source, as CubeCL names it.
-pub fn entry_point(kernel: Kernel) -> &'static str {
-    match kernel {
-        Kernel::Naive => "naive_matmul_f_f32",
-        Kernel::Tiled => "tiled_matmul_f_f32",
-    }
+/// The kernel's entry point in the generated source, as CubeCL names it: the rung's
+/// `{name}_matmul` function with the accumulator's and output's types.
+pub fn entry_point(plan: &Plan, precision: Precision) -> String {
+    let name = |d: DType| match d {
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+    };
+    let output = if precision.output == DType::BF16 {
+        // Where bf16 is packed, C is held in f32; the C++ targets have bf16.
+        "bf16"
+    } else {
+        name(precision.output)
+    };
+    format!(
+        "{}_matmul_a_{}_o_{}",
+        plan.kernel().name(),
+        name(precision.accumulate),
+        output
+    )
 }
 
 /// Properties of a representative device of `target`: what CubeCL reads while building IR.
@@ -111,6 +126,7 @@ fn device_properties(target: Target) -> DeviceProperties {
                 ElemType::UInt(UIntKind::U32),
                 ElemType::Int(IntKind::I32),
                 ElemType::Float(FloatKind::F32),
+                ElemType::Float(FloatKind::F16),
                 ElemType::Float(FloatKind::Flex32),
                 ElemType::Bool,
             ] {
@@ -121,39 +137,40 @@ fn device_properties(target: Target) -> DeviceProperties {
     props
 }
 
-/// The IR of `plan`'s kernel, built as the `#[cube]` macro's launch path builds it.
+/// The IR of `plan`'s kernel for `precision`, built as the `#[cube]` macro's launch path
+/// builds it. bf16 is packed (two to a word, C in f32) on WGSL, which has no bf16 type.
 fn definition(
     plan: &Plan,
+    precision: Precision,
+    target: Target,
     target_props: TargetProperties,
     props: &DeviceProperties,
 ) -> KernelDefinition {
-    let settings = KernelSettings::default()
-        .cube_dim(CubeDim::new_2d(plan.tpb, plan.tpb))
-        .address_type(AddressType::U32)
-        .kernel_name(entry_point(plan.kernel));
+    use half::{bf16, f16};
     let mut builder = KernelBuilder::default();
     builder.runtime_properties(target_props);
     builder.device_properties(props);
     AddressType::U32.register(&mut builder.scope);
-    let array = ArrayCompilationArg { inplace: None };
-    let a = <Array<f32> as LaunchArg>::expand(&array, &mut builder);
-    let b = <Array<f32> as LaunchArg>::expand(&array, &mut builder);
-    let c = <Array<f32> as LaunchArg>::expand_output(&array, &mut builder);
-    let m = <u32 as LaunchArg>::expand(&(), &mut builder);
-    let k = <u32 as LaunchArg>::expand(&(), &mut builder);
-    let n = <u32 as LaunchArg>::expand(&(), &mut builder);
-    let k_begin = <u32 as LaunchArg>::expand(&(), &mut builder);
-    let k_end = <u32 as LaunchArg>::expand(&(), &mut builder);
-    let accumulate = <u32 as LaunchArg>::expand(&(), &mut builder);
-    let scope = &mut builder.scope;
-    match plan.kernel {
-        Kernel::Naive => {
-            naive::naive_matmul::expand::<f32>(scope, a, b, c, m, k, n, k_begin, k_end, accumulate)
-        }
-        Kernel::Tiled => tiled::tiled_matmul::expand::<f32>(
-            scope, a, b, c, m, k, n, k_begin, k_end, accumulate, plan.tpb,
-        ),
+    let config = &plan.config;
+    let b = &mut builder;
+    let packed = target == Target::Wgsl;
+    let dim = match (precision.input, precision.output) {
+        (DType::F32, _) => config.expand::<f32, f32, f32>(b, false),
+        (DType::F64, _) => config.expand::<f64, f64, f64>(b, false),
+        (DType::F16, DType::F16) => config.expand::<f16, f32, f16>(b, false),
+        (DType::F16, _) => config.expand::<f16, f32, f32>(b, false),
+        (DType::BF16, _) if packed => config.expand::<u32, f32, f32>(b, true),
+        (DType::BF16, DType::BF16) => config.expand::<bf16, f32, bf16>(b, false),
+        (DType::BF16, _) => config.expand::<bf16, f32, f32>(b, false),
+    };
+    let mut name = entry_point(plan, precision);
+    if packed && precision.output == DType::BF16 {
+        name = name.replace("_o_bf16", "_o_f32");
     }
+    let settings = KernelSettings::default()
+        .cube_dim(dim)
+        .address_type(AddressType::U32)
+        .kernel_name(name);
     builder.build(settings)
 }
 
@@ -167,11 +184,14 @@ fn compile_error(target: Target, e: impl fmt::Display) -> Error {
 /// Compiles `plan`'s IR with compiler `C`, as the runtime of `target` does.
 fn compile<C: Compiler + Default>(
     plan: &Plan,
+    precision: Precision,
     target: Target,
     options: &C::CompilationOptions,
 ) -> Result<String> {
     let def = definition(
         plan,
+        precision,
+        target,
         TargetProperties::default(),
         &device_properties(target),
     );
@@ -186,8 +206,13 @@ fn compile<C: Compiler + Default>(
     Ok(kernel.to_string())
 }
 
-/// The source the JIT compiles for `plan` on `target`.
+/// The source the JIT compiles for `plan` on `target`, in f32.
 pub fn source(plan: &Plan, target: Target) -> Result<String> {
+    source_for(plan, Precision::F32, target)
+}
+
+/// The source the JIT compiles for `plan` on `target` in `precision`.
+pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<String> {
     type Cuda = CppCompiler<cubecl_cpp::cuda::CudaDialect<cubecl_cpp::cuda::mma::CudaWmmaCompiler>>;
     type Hip =
         CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
@@ -200,6 +225,7 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
     match target {
         Target::Cuda => compile::<Cuda>(
             plan,
+            precision,
             target,
             &CompilationOptions {
                 warp_size: 32,
@@ -211,6 +237,7 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
         ),
         Target::Hip => compile::<Hip>(
             plan,
+            precision,
             target,
             &CompilationOptions {
                 warp_size: 64,
@@ -220,6 +247,7 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
         #[cfg(feature = "wgpu")]
         Target::Wgsl => compile::<cubecl::wgpu::WgslCompiler>(
             plan,
+            precision,
             target,
             &cubecl::WgpuCompilationOptions::default(),
         ),
@@ -235,33 +263,60 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
 #[cfg(test)]
 mod cpp_tests {
     use super::*;
+    use crate::ladder::Kernel;
+
+    fn plan(text: &str) -> Plan {
+        Plan::new(text.parse().unwrap())
+    }
 
     #[test]
     fn cuda_and_hip_show_the_tiled_kernels_shared_tiles_and_barriers() {
-        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
+        let plan = plan("tiled:tpb=16");
         let cuda = source(&plan, Target::Cuda).unwrap();
         assert!(
             cuda.contains("__shared__") && cuda.matches("__syncthreads()").count() == 2,
             "{cuda}"
         );
-        assert!(cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_f_f32"));
+        assert!(
+            cuda.contains("extern \"C\" __global__")
+                && cuda.contains(&entry_point(&plan, Precision::F32))
+        );
         let hip = source(&plan, Target::Hip).unwrap();
         assert!(
             hip.contains("hip/hip_runtime.h") && hip.matches("__syncthreads()").count() == 2,
             "{hip}"
         );
         // The naive kernel has neither.
-        let naive = source(&Plan::new(Kernel::Naive, 16).unwrap(), Target::Cuda).unwrap();
+        let naive = source(&Plan::default_for(Kernel::Naive), Target::Cuda).unwrap();
         assert!(
             !naive.contains("__syncthreads") && !naive.contains("__shared__"),
             "{naive}"
         );
     }
 
+    #[test]
+    fn every_rung_compiles_for_every_precision_in_cuda_and_hip() {
+        for kernel in Kernel::ALL {
+            for dtype in DType::ALL {
+                for output in [dtype, DType::F32] {
+                    let Ok(precision) = Precision::new(dtype, output) else {
+                        continue;
+                    };
+                    let plan = Plan::default_for(*kernel);
+                    for target in [Target::Cuda, Target::Hip] {
+                        let src = source_for(&plan, precision, target)
+                            .unwrap_or_else(|e| panic!("{plan} {precision} {target}: {e}"));
+                        assert!(src.contains(&entry_point(&plan, precision)), "{src}");
+                    }
+                }
+            }
+        }
+    }
+
     #[cfg(not(feature = "wgpu"))]
     #[test]
     fn wgsl_in_a_build_without_wgpu_is_refused() {
-        let err = source(&Plan::new(Kernel::Naive, 8).unwrap(), Target::Wgsl).unwrap_err();
+        let err = source(&plan("naive:tpb=8"), Target::Wgsl).unwrap_err();
         assert!(matches!(err, Error::BackendNotBuilt { .. }), "{err}");
     }
 }
@@ -269,75 +324,11 @@ mod cpp_tests {
 #[cfg(all(test, feature = "wgpu"))]
 mod tests {
     use super::*;
-    use crate::plan::SUPPORTED_TPB;
-    use cubecl::wgpu::WgpuRuntime;
-    use cubecl::WgpuCompilationOptions;
-
-    /// The IR the `#[cube]` macro's own launch path builds on a real adapter, compiled to WGSL.
-    fn runtime_wgsl(client: &ComputeClient<WgpuRuntime>, plan: &Plan) -> String {
-        let settings = KernelSettings::default()
-            .cube_dim(CubeDim::new_2d(plan.tpb, plan.tpb))
-            .address_type(AddressType::U32);
-        let array = || ArrayCompilationArg { inplace: None };
-        let def = match plan.kernel {
-            Kernel::Naive => naive::naive_matmul::NaiveMatmul::<f32, WgpuRuntime>::new(
-                settings,
-                client.clone(),
-                array(),
-                array(),
-                array(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-            )
-            .define(),
-            Kernel::Tiled => tiled::tiled_matmul::TiledMatmul::<f32, WgpuRuntime>::new(
-                settings,
-                client.clone(),
-                array(),
-                array(),
-                array(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                plan.tpb,
-            )
-            .define(),
-        };
-        cubecl::wgpu::WgslCompiler::default()
-            .compile(
-                def,
-                &WgpuCompilationOptions::default(),
-                ExecutionMode::Unchecked,
-                AddressType::U32.unsigned_type(),
-            )
-            .unwrap()
-            .to_string()
-    }
-
-    #[test]
-    fn emitted_wgsl_is_what_the_launch_path_builds_on_a_real_adapter() {
-        let session = crate::backend::wgpu::open(None).unwrap_or_else(|e| {
-            panic!("this test compares with a real wgpu adapter and found none: {e}")
-        });
-        for kernel in Kernel::ALL {
-            for tpb in SUPPORTED_TPB {
-                let plan = Plan::new(kernel, tpb).unwrap();
-                let emitted = source(&plan, Target::Wgsl).unwrap();
-                assert_eq!(emitted, runtime_wgsl(session.client(), &plan), "{plan}");
-            }
-        }
-    }
+    use crate::ladder::Kernel;
 
     #[test]
     fn the_wgsl_shows_the_tiled_kernels_shared_tiles_and_barriers() {
-        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
+        let plan = Plan::new("tiled:tpb=16".parse().unwrap());
         let wgsl = source(&plan, Target::Wgsl).unwrap();
         assert!(
             wgsl.contains("var<workgroup>") && wgsl.matches("workgroupBarrier()").count() == 2,
@@ -346,18 +337,27 @@ mod tests {
     }
 
     #[test]
-    fn emitted_wgsl_is_valid_for_naga() {
+    fn emitted_wgsl_is_valid_for_naga_in_every_precision_wgsl_has() {
         use wgpu::naga;
         for kernel in Kernel::ALL {
-            let wgsl = source(&Plan::new(kernel, 32).unwrap(), Target::Wgsl).unwrap();
-            let module =
-                naga::front::wgsl::parse_str(&wgsl).unwrap_or_else(|e| panic!("{kernel}: {e}"));
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{kernel}: {e:?}"));
+            for config in kernel.configs() {
+                for precision in [
+                    Precision::F32,
+                    Precision::of(DType::F16),
+                    Precision::of(DType::BF16),
+                ] {
+                    let plan = Plan::new(config);
+                    let wgsl = source_for(&plan, precision, Target::Wgsl).unwrap();
+                    let module = naga::front::wgsl::parse_str(&wgsl)
+                        .unwrap_or_else(|e| panic!("{plan} {precision}: {e}"));
+                    naga::valid::Validator::new(
+                        naga::valid::ValidationFlags::all(),
+                        naga::valid::Capabilities::all(),
+                    )
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{plan} {precision}: {e:?}"));
+                }
+            }
         }
     }
 }

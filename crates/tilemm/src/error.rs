@@ -11,7 +11,7 @@ pub enum Error {
     /// A dimension is zero.
     #[error("matrix dimension {name} is 0: every dimension must be at least 1")]
     ZeroDimension {
-        /// Which dimension (`m`, `k` or `n`).
+        /// Which dimension (`m`, `k`, `n` or `batch`).
         name: &'static str,
     },
 
@@ -26,6 +26,26 @@ pub enum Error {
         n: usize,
         /// What overflowed.
         why: String,
+    },
+
+    /// A view of A, B or C that the product cannot use: wrong shape, entries of C sharing
+    /// elements, a scalar that is not finite.
+    #[error("{0}")]
+    View(String),
+
+    /// A combination of element types tilemm does not compute.
+    #[error("unsupported precision: {0}")]
+    Precision(String),
+
+    /// The device lacks an element type the precision needs.
+    #[error("{device} cannot compute in {dtype}: it has no {missing} (try --backend cpu, or another --dtype)")]
+    TypeUnavailable {
+        /// The type.
+        dtype: crate::problem::DType,
+        /// The device.
+        device: String,
+        /// The feature it lacks.
+        missing: &'static str,
     },
 
     /// The inner dimensions of A and B differ.

@@ -1,17 +1,21 @@
-//! Running a plan on a CubeCL runtime: upload, launch, download, each timed.
+//! A device session on a CubeCL runtime: matrices uploaded once and kept resident, products
+//! launched on them any number of times, results downloaded when asked for.
 
 use std::time::{Duration, Instant};
 
 use cubecl::future::block_on;
+use cubecl::ir::{ElemType, FloatKind, StorageType};
 use cubecl::prelude::*;
 use cubecl::profile::TimingMethod;
+use cubecl::server::Handle;
 
-use crate::device::DeviceInfo;
+use crate::device::{DeviceInfo, TypeSupport};
+use crate::element::HostData;
 use crate::error::{one_line, Error, Result};
 use crate::host;
-use crate::kernels;
-use crate::plan::Plan;
-use crate::problem::Problem;
+use crate::ladder::{self, args::Args};
+use crate::plan::{Launches, Plan};
+use crate::problem::{DType, Problem, Shape};
 
 /// An open device on one CubeCL runtime (wgpu, CUDA, ...).
 pub struct Session<R: Runtime> {
@@ -19,17 +23,63 @@ pub struct Session<R: Runtime> {
     info: DeviceInfo,
 }
 
+/// How a matrix's elements are held on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// In its own type.
+    Native,
+    /// bf16, two to a 32-bit word (the device has no bf16 type); widened in the kernel.
+    PackedBf16,
+    /// bf16 held as f32 on the device (a C on a device without bf16), rounded on download.
+    WidenedF32,
+}
+
+/// A matrix buffer resident on a device: upload once, launch on it many times.
+#[derive(Clone, Debug)]
+pub struct DeviceMatrix {
+    handle: Handle,
+    /// Elements of the host type it holds.
+    len: usize,
+    /// Elements as the kernels index the buffer (words when packed).
+    words: usize,
+    dtype: DType,
+    stored: Stored,
+}
+
+impl DeviceMatrix {
+    /// Elements of its host type.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its host element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// How the device holds it.
+    pub fn stored(&self) -> Stored {
+        self.stored
+    }
+}
+
 /// One GPU product and where its time went.
 #[derive(Clone, Debug)]
 pub struct GpuRun {
-    /// The result, row-major.
-    pub c: Vec<f32>,
-    /// Copying A and B to the device and allocating C, until the device is idle.
+    /// The result: C's buffer.
+    pub c: HostData,
+    /// Copying A, B (and C when β ≠ 0) to the device and allocating C, until the device is idle.
     pub upload: Duration,
     /// From the launch call until the kernel has finished (with JIT compilation, unless the
     /// kernel was compiled before: [`Session::compile`]).
     pub launch: Duration,
-    /// The kernel alone, as the device's timestamps (or, without them, the host clock) saw it.
+    /// The kernels alone, as the device's timestamps (or, without them, the host clock) saw
+    /// them.
     pub kernel: Duration,
     /// Copying C back to the host.
     pub download: Duration,
@@ -42,8 +92,28 @@ impl GpuRun {
     }
 }
 
+/// The element types `client` computes with. CubeCL's C++ runtimes do not register f64 though
+/// CUDA and HIP compute it natively (`vendor_f64`).
+pub(crate) fn type_support<R: Runtime>(client: &ComputeClient<R>, vendor_f64: bool) -> TypeSupport {
+    let props = client.properties();
+    let arithmetic = |kind: FloatKind| {
+        props
+            .type_usage(StorageType::Scalar(ElemType::Float(kind)))
+            .contains(cubecl::ir::features::TypeUsage::Arithmetic)
+            && props
+                .type_usage(StorageType::Scalar(ElemType::Float(kind)))
+                .contains(cubecl::ir::features::TypeUsage::Buffer)
+    };
+    TypeSupport {
+        f16: arithmetic(FloatKind::F16),
+        bf16: arithmetic(FloatKind::BF16),
+        f64: vendor_f64 || arithmetic(FloatKind::F64),
+    }
+}
+
 impl<R: Runtime> Session<R> {
-    pub(crate) fn new(client: ComputeClient<R>, info: DeviceInfo) -> Self {
+    pub(crate) fn new(client: ComputeClient<R>, mut info: DeviceInfo, vendor_f64: bool) -> Self {
+        info.types = type_support(&client, vendor_f64);
         Session { client, info }
     }
 
@@ -63,60 +133,246 @@ impl<R: Runtime> Session<R> {
         self.client.properties().timing_method == TimingMethod::Device
     }
 
-    /// Compiles `plan`'s kernel by launching it once on a 1×1×1 problem, and returns how long
-    /// that took: JIT compilation (CubeCL's code generation and the driver's compiler; lavapipe
-    /// compiles at the first dispatch) plus one tiny dispatch. Measured directly, not as the
-    /// difference of two runs. Later launches of the plan, at any size, reuse the kernel.
-    pub fn compile(&self, plan: &Plan) -> Result<Duration> {
-        let tiny = Problem::new(1, 1, 1)?;
-        plan.check(&tiny, &self.info.limits, &self.info.name)?;
+    /// Copies `data` to the device, as the kernels read inputs: bf16 packed two to a word where
+    /// the device has no bf16 type (the bytes as they are, padded to a whole word).
+    pub fn upload(&self, data: &HostData) -> Result<DeviceMatrix> {
+        let dtype = data.dtype();
+        let len = data.len();
+        if dtype == DType::BF16 && !self.info.types.bf16 {
+            let bytes = data.as_bytes();
+            let handle = if bytes.len() % 4 == 0 {
+                self.client.create_from_slice(bytes)
+            } else {
+                let mut padded = host::with_capacity(bytes.len() + 2, "bf16 A or B padded")?;
+                padded.extend_from_slice(bytes);
+                padded.extend_from_slice(&[0, 0]);
+                self.client.create_from_slice(&padded)
+            };
+            return Ok(DeviceMatrix {
+                handle,
+                len,
+                words: len.div_ceil(2),
+                dtype,
+                stored: Stored::PackedBf16,
+            });
+        }
+        Ok(DeviceMatrix {
+            handle: self.client.create_from_slice(data.as_bytes()),
+            len,
+            words: len,
+            dtype,
+            stored: Stored::Native,
+        })
+    }
+
+    /// C's buffer for `problem`: a copy of `c0` when β ≠ 0 (C is then read), else left
+    /// uninitialised. bf16 is held as f32 where the device has no bf16 type.
+    pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
+        let dtype = problem.precision.output;
+        let len = problem.c_len();
+        let widened = dtype == DType::BF16 && !self.info.types.bf16;
+        let (stored, size) = if widened {
+            (Stored::WidenedF32, 4)
+        } else {
+            (Stored::Native, dtype.size_bytes())
+        };
+        let handle = match c0 {
+            Some(c0) if problem.reads_c() => {
+                problem.check_output(c0.len())?;
+                if c0.dtype() != dtype {
+                    return Err(Error::Precision(format!(
+                        "C holds {} elements but the problem writes {dtype}",
+                        c0.dtype()
+                    )));
+                }
+                if widened {
+                    let mut wide = host::with_capacity(c0.len(), "C widened to f32")?;
+                    wide.extend((0..c0.len()).map(|i| c0.get(i) as f32));
+                    self.client.create_from_slice(f32::as_bytes(&wide))
+                } else {
+                    self.client.create_from_slice(c0.as_bytes())
+                }
+            }
+            _ => self.client.empty(len * size),
+        };
+        Ok(DeviceMatrix {
+            handle,
+            len,
+            words: len,
+            dtype,
+            stored,
+        })
+    }
+
+    /// Enqueues C = α·A·B + β·C with `plan` on resident matrices: one launch per slab of K and
+    /// chunk of the batch. Returns at once; [`Session::download`] or a sync waits.
+    pub fn enqueue(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        let p = problem.precision;
+        for (what, m, dtype, len) in [
+            ("A", a, p.input, problem.a_len()),
+            ("B", b, p.input, problem.b_len()),
+            ("C", c, p.output, problem.c_len()),
+        ] {
+            if m.dtype != dtype {
+                return Err(Error::Precision(format!(
+                    "{what} holds {} elements but the problem computes {dtype}",
+                    m.dtype
+                )));
+            }
+            if m.len < len {
+                return Err(Error::DataLength {
+                    what,
+                    got: m.len,
+                    expected: len,
+                });
+            }
+        }
+        // Kernels see a row-major or strided C: a column-major one is computed as Cᵀ = BᵀAᵀ.
+        let (canonical, swapped) = problem.canonical();
+        let (a, b) = if swapped { (b, a) } else { (a, b) };
+        let launches = plan.check(&canonical, &self.info)?;
+        let packed = a.stored == Stored::PackedBf16;
+        let [gx, gy, gz] = launches.shape.grid;
+        let handles = [
+            (&a.handle, a.words),
+            (&b.handle, b.words),
+            (&c.handle, c.words),
+        ];
+        let batch = canonical.batch as u32;
+        for slab in plan.k_slabs(&canonical) {
+            for chunk in 0..launches.batch_chunks {
+                let begin = chunk * gz;
+                let mut args = Args::new(&canonical);
+                args.k_range = (slab.begin, slab.end);
+                args.batch_begin = begin;
+                if slab.accumulate {
+                    // Later slabs continue the sum the earlier ones left in C.
+                    args.beta = 1.0;
+                }
+                let count = CubeCount::Static(gx, gy, gz.min(batch - begin));
+                ladder::launch_one(
+                    &self.client,
+                    &plan.config,
+                    &canonical,
+                    handles,
+                    count,
+                    &args,
+                    packed,
+                );
+            }
+        }
+        Ok(launches)
+    }
+
+    /// C's buffer, back on the host (bf16 held as f32 rounded to bf16 on the way).
+    pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
+        let bytes = self
+            .client
+            .read_one(c.handle.clone())
+            .map_err(|e| self.error(e.to_string()))?;
+        let what = "C from the device";
+        let data = match (c.stored, c.dtype) {
+            (Stored::WidenedF32, _) => {
+                let wide = f32::from_bytes(&bytes);
+                let mut out = host::with_capacity(c.len, what)?;
+                out.extend(wide[..c.len].iter().map(|&x| half::bf16::from_f32(x)));
+                HostData::BF16(out)
+            }
+            (_, dtype) => {
+                let mut data = host::zeros_of(dtype, c.len, what)?;
+                let size = c.len * dtype.size_bytes();
+                crate::with_data!(&mut data, v => {
+                    bytemuck::cast_slice_mut(v.as_mut_slice()).copy_from_slice(&bytes[..size])
+                });
+                data
+            }
+        };
+        Ok(data)
+    }
+
+    /// Waits until the device is idle.
+    pub fn sync(&self) -> Result<()> {
+        block_on(self.client.sync()).map_err(|e| self.error(e.to_string()))
+    }
+
+    /// Runs `work` (enqueues) and returns the device's time for it: its timestamps where it has
+    /// them, else the host clock around the work and a sync.
+    pub fn profile(&self, work: impl FnOnce() -> Result<()> + Send) -> Result<Duration> {
         let client = &self.client;
+        let mut inner = Ok(());
+        let (flushed, profile) = client
+            .profile(
+                || {
+                    inner = work();
+                    client.flush()
+                },
+                "tilemm::gemm",
+            )
+            .map_err(|e| self.error(format!("{e:?}")))?;
+        inner?;
+        flushed.map_err(|e| self.error(e.to_string()))?;
+        Ok(block_on(profile.resolve()).duration())
+    }
+
+    /// Compiles `plan`'s kernel for `precision` by launching it once on a 1×1×1 problem, and
+    /// returns how long that took: JIT compilation (CubeCL's code generation and the driver's
+    /// compiler; lavapipe compiles at the first dispatch) plus one tiny dispatch. Measured
+    /// directly, not as the difference of two runs. Later launches of the plan, at any size and
+    /// with any strides, reuse the kernel, unless a layout changes the rung's access pattern.
+    pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<Duration> {
+        let tiny = Shape {
+            precision: problem.precision,
+            trans_a: problem.a.layout() == crate::problem::Layout::ColMajor,
+            trans_b: problem.b.layout() == crate::problem::Layout::ColMajor,
+            ..Shape::new(1, 1, 1)
+        }
+        .problem()?;
+        plan.check(&tiny, &self.info)?;
         let start = Instant::now();
-        let a = client.create_from_slice(f32::as_bytes(&[0.0]));
-        let b = client.create_from_slice(f32::as_bytes(&[0.0]));
-        let c = client.empty(4);
-        kernels::launch(client, plan, &tiny, &a, &b, &c);
+        let zero = HostData::from_f64(tiny.precision.input, std::iter::once(0.0));
+        let a = self.upload(&zero)?;
+        let b = self.upload(&zero)?;
+        let c = self.output(&tiny, None)?;
+        self.enqueue(&tiny, plan, &a, &b, &c)?;
         self.sync()?;
         Ok(start.elapsed())
     }
 
-    /// C = A·B with `plan`, on row-major f32 operands of `problem`.
-    pub fn matmul(&self, problem: &Problem, plan: &Plan, a: &[f32], b: &[f32]) -> Result<GpuRun> {
-        problem.check_operands(a, b)?;
-        plan.check(problem, &self.info.limits, &self.info.name)?;
-        let client = &self.client;
+    /// C = α·A·B + β·C with `plan`: upload, launch and download, each timed.
+    pub fn gemm(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        problem.check_operands(a.len(), b.len())?;
+        let (canonical, _) = problem.canonical();
+        plan.check(&canonical, &self.info)?;
 
         let start = Instant::now();
-        let a_handle = client.create_from_slice(f32::as_bytes(a));
-        let b_handle = client.create_from_slice(f32::as_bytes(b));
-        let c_handle = client.empty(problem.operand_bytes()[2]);
+        let a = self.upload(a)?;
+        let b = self.upload(b)?;
+        let c = self.output(problem, c0)?;
         self.sync()?;
         let upload = start.elapsed();
 
         let start = Instant::now();
-        let (flushed, profile) = client
-            .profile(
-                || {
-                    kernels::launch(client, plan, problem, &a_handle, &b_handle, &c_handle);
-                    client.flush()
-                },
-                "tilemm::matmul",
-            )
-            .map_err(|e| self.error(format!("{e:?}")))?;
-        flushed.map_err(|e| self.error(e.to_string()))?;
-        let kernel = block_on(profile.resolve()).duration();
+        let kernel = self.profile(|| self.enqueue(problem, plan, &a, &b, &c).map(|_| ()))?;
         self.sync()?;
         let launch = start.elapsed();
 
         let start = Instant::now();
-        let bytes = client
-            .read_one(c_handle)
-            .map_err(|e| self.error(e.to_string()))?;
-        let mut c = host::with_capacity(problem.c_len(), "C from the device")?;
-        c.extend_from_slice(f32::from_bytes(&bytes));
-        drop(bytes);
+        let c = self.download(&c)?;
         let download = start.elapsed();
-
         Ok(GpuRun {
             c,
             upload,
@@ -124,10 +380,6 @@ impl<R: Runtime> Session<R> {
             kernel,
             download,
         })
-    }
-
-    fn sync(&self) -> Result<()> {
-        block_on(self.client.sync()).map_err(|e| self.error(e.to_string()))
     }
 
     fn error(&self, reason: String) -> Error {

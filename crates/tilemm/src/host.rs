@@ -9,6 +9,8 @@
 use std::fmt;
 use std::path::Path;
 
+use crate::element::HostData;
+use crate::problem::DType;
 use crate::error::{Error, Result};
 use crate::plan::format_bytes;
 
@@ -224,11 +226,15 @@ pub fn ensure_headroom(needed: Bytes, headroom: Option<&Headroom>) -> Result<()>
 pub trait Zeroable: Copy + private::Sealed {}
 impl Zeroable for f32 {}
 impl Zeroable for f64 {}
+impl Zeroable for half::f16 {}
+impl Zeroable for half::bf16 {}
 
 mod private {
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
 /// `len` zeros, or an error naming `what` when the allocation fails (never an abort).
@@ -346,4 +352,23 @@ mod tests {
         assert!(cgroup_headroom("4:memory:/\n", root.path()).is_none());
         assert!(cgroup_headroom("", root.path()).is_none());
     }
+}
+
+/// `len` zeros of `dtype`; see [`zeros`].
+pub fn zeros_of(dtype: DType, len: usize, what: &str) -> Result<HostData> {
+    Ok(match dtype {
+        DType::F16 => HostData::F16(zeros(len, what)?),
+        DType::BF16 => HostData::BF16(zeros(len, what)?),
+        DType::F32 => HostData::F32(zeros(len, what)?),
+        DType::F64 => HostData::F64(zeros(len, what)?),
+    })
+}
+
+/// A copy of `data`, or an error naming `what` when the allocation fails.
+pub fn copy_of(data: &HostData, what: &str) -> Result<HostData> {
+    let mut copy = zeros_of(data.dtype(), data.len(), what)?;
+    crate::with_data!(&mut copy, v => {
+        bytemuck::cast_slice_mut(v.as_mut_slice()).copy_from_slice(data.as_bytes())
+    });
+    Ok(copy)
 }

@@ -15,24 +15,45 @@ use ndarray_npy::{WriteNpyError, WriteNpyExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::element::{Element, HostData};
+use crate::problem::DType;
 use crate::error::{Error, Result};
 use crate::host;
 use crate::problem::Problem;
 
-/// A and B for `problem`, uniform in [-1, 1) from `seed`.
-///
-/// Signed data, unlike the example's [0, 1): products cancel, so a check that only passes on
-/// positive data (a bare rtol) would be caught out.
-pub fn random_operands(problem: &Problem, seed: u64) -> Result<(Vec<f32>, Vec<f32>)> {
+/// A problem's operands on the host: A, B, and C's initial contents when β ≠ 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operands {
+    /// A's buffer.
+    pub a: HostData,
+    /// B's buffer.
+    pub b: HostData,
+    /// C's buffer before the product, when it is read (β ≠ 0).
+    pub c0: Option<HostData>,
+}
+
+/// tilemm's random operands for `problem`: uniform in [-1, 1) from `seed`, rounded to the
+/// input type (and C₀ to the output type when β ≠ 0). Each buffer spans its view.
+pub fn random_operands(problem: &Problem, seed: u64) -> Result<Operands> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut fill = |len: usize, what: &str| -> Result<Vec<f32>> {
-        let mut v = host::with_capacity(len, what)?;
-        v.extend((0..len).map(|_| rng.random_range(-1.0f32..1.0)));
-        Ok(v)
+    let mut fill = |dtype: DType, len: usize, what: &str| -> Result<HostData> {
+        let mut data = host::zeros_of(dtype, len, what)?;
+        crate::with_data!(&mut data, v => {
+            for x in v.iter_mut() {
+                *x = Element::from_f64(rng.random_range(-1.0f64..1.0));
+            }
+        });
+        Ok(data)
     };
-    let a = fill(problem.a_len(), "A")?;
-    let b = fill(problem.b_len(), "B")?;
-    Ok((a, b))
+    let p = problem.precision;
+    let a = fill(p.input, problem.a_len(), "A")?;
+    let b = fill(p.input, problem.b_len(), "B")?;
+    let c0 = if problem.reads_c() {
+        Some(fill(p.output, problem.c_len(), "C")?)
+    } else {
+        None
+    };
+    Ok(Operands { a, b, c0 })
 }
 
 /// The .npy format's magic string.

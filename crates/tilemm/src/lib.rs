@@ -2,20 +2,24 @@
 //!
 //! Kernels are written once in Rust with [CubeCL](https://github.com/tracel-ai/cubecl) and
 //! JIT-compiled for wgpu (Vulkan, Metal, DX12), CUDA or HIP. A [`Problem`] (shapes, layouts, dtype)
-//! is decided once; a [`Plan`] says which kernel runs and how; [`GpuSession::matmul`] runs it;
+//! is decided once; a [`Plan`] says which rung of the [`ladder`] runs and how; [`GpuSession::gemm`]
+//! runs it;
 //! [`verify::Reference`] checks any result against a CPU reference under an error bound that
 //! grows with K; [`run::Runner`] is the whole experiment of numba's matmul example, with a
 //! [`report::Report`] of where the time went.
 //!
 //! ```
-//! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Problem};
+//! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Shape};
 //! use tilemm::verify::Reference;
 //!
-//! let problem = Problem::new(100, 77, 51)?;
-//! let (a, b) = inputs::random_operands(&problem, 0)?;
+//! // C = 0.5·Aᵀ·B + 2·C for a batch of 3, A stored transposed.
+//! let problem = Shape { batch: 3, trans_a: true, alpha: 0.5, beta: 2.0, ..Shape::new(100, 77, 51) }
+//!     .problem()?;
+//! let ops = inputs::random_operands(&problem, 0)?;
 //! let gpu = GpuSession::open(Backend::Wgpu, None)?;
-//! let run = gpu.matmul(&problem, &Plan::new(Kernel::Tiled, 16)?, &a, &b)?;
-//! let check = Reference::new(&problem, &a, &b)?.check(&run.c)?;
+//! let plan = Plan::default_for(Kernel::Tiled);
+//! let run = gpu.gemm(&problem, &plan, &ops.a, &ops.b, ops.c0.as_ref())?;
+//! let check = Reference::new(&problem, &ops.a, &ops.b, ops.c0.as_ref())?.check(&run.c)?;
 //! assert!(check.pass);
 //! # Ok::<(), tilemm::Error>(())
 //! ```
@@ -27,12 +31,13 @@ pub mod bench;
 pub mod compile_check;
 pub mod cpu;
 pub mod device;
+pub mod element;
 pub mod emit;
 mod error;
 pub mod gpu;
 pub mod host;
 pub mod inputs;
-mod kernels;
+pub mod ladder;
 pub mod plan;
 pub mod problem;
 pub mod report;
@@ -43,5 +48,7 @@ pub mod verify;
 pub use backend::{Backend, GpuSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits};
 pub use error::{one_line, Error, Result};
-pub use plan::{Kernel, Plan};
-pub use problem::{DType, Layout, Problem};
+pub use element::{Element, HostData};
+pub use ladder::{Config, Kernel};
+pub use plan::Plan;
+pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};

@@ -1,75 +1,14 @@
-//! Which kernel runs and how it is configured: one small value per launch.
+//! Which rung runs, in which configuration, and how a product is cut into launches: slabs of K
+//! (for drivers that cut long loops short) and chunks of the batch (for the grid's z limit).
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::device::DeviceLimits;
+use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
-use crate::problem::{DType, Problem};
-
-/// The kernels of the ladder, from the bottom rung up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Kernel {
-    /// One unit per element of C, reading A and B straight from global memory.
-    Naive,
-    /// TPB×TPB tiles of A and B staged in shared memory between two barriers.
-    Tiled,
-}
-
-impl Kernel {
-    /// Every kernel, in ladder order.
-    pub const ALL: [Kernel; 2] = [Kernel::Naive, Kernel::Tiled];
-
-    /// The kernel's name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Naive => "naive",
-            Kernel::Tiled => "tiled",
-        }
-    }
-}
-
-impl fmt::Display for Kernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Kernel {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Kernel::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Kernel::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown kernel '{s}' (choose one of: {})", names.join(", "))
-            })
-    }
-}
-
-/// A kernel and its configuration.
-///
-/// Both rungs so far launch TPB×TPB units per cube, one per element of C, over a grid that covers
-/// C; the tiled kernel also stages 2·TPB² elements in shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct Plan {
-    /// Which kernel.
-    pub kernel: Kernel,
-    /// Threads per block along each axis (the example's TPB); also the shared tile's side.
-    pub tpb: u32,
-}
-
-/// The tile sizes the kernels are built for.
-pub const SUPPORTED_TPB: [u32; 3] = [8, 16, 32];
-
-/// The example's tile size.
-pub const DEFAULT_TPB: u32 = 16;
+use crate::ladder::{Config, Kernel, LaunchShape};
+use crate::problem::{DType, Precision, Problem};
 
 /// The most loop iterations a unit may run in one launch, over all of a kernel's loops together.
 ///
@@ -77,27 +16,19 @@ pub const DEFAULT_TPB: u32 = 16;
 /// 12's lavapipe (Mesa 22.3) stops after 65535 iterations counted over *all* loops of an
 /// invocation, nested or one after another (measured: a 300×300 nested loop ran 65101 times),
 /// so nesting loops does not help. tilemm therefore splits K into slabs, one launch each, the
-/// later ones continuing the sum held in C, so that no unit ever runs more than this many
-/// iterations in one launch. Half of Mesa's cap, for drivers with less.
+/// later ones continuing the sum held in C (β = 1), so that no unit ever runs more than this
+/// many iterations in one launch. Half of Mesa's cap, for drivers with less.
 pub const LOOP_TRIP_LIMIT: u32 = 1 << 15;
 
-/// Grid, block and shared memory of one launch, as a report shows them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct LaunchShape {
-    /// Cubes (blocks, workgroups) along x (columns of C), y (rows of C) and z.
-    pub grid: [u32; 3],
-    /// Units (threads) per cube along x, y and z.
-    pub block: [u32; 3],
-    /// Shared memory per cube, in bytes.
-    pub shared_bytes: usize,
-    /// Launches the product takes: K is split into slabs of at most `k_per_launch`.
-    pub launches: u32,
-    /// Elements of K one launch covers (the last slab may be shorter).
-    pub k_per_launch: u32,
+/// A rung and its configuration: what runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Plan {
+    /// The rung and its settings.
+    pub config: Config,
 }
 
 /// One launch's share of K: the half-open range `begin..end`, and whether C already holds the
-/// sum of the slabs before it (then the kernel continues that sum instead of starting at 0).
+/// sum of the slabs before it (then the launch continues that sum with β = 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KSlab {
     /// First index of K in this launch.
@@ -108,47 +39,52 @@ pub struct KSlab {
     pub accumulate: bool,
 }
 
+/// How a product is launched: one launch's shape, and how many launches cover it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Launches {
+    /// Each launch's grid, block and resources (z: the batch entries of one launch).
+    pub shape: LaunchShape,
+    /// Slabs of K (each a launch per batch chunk).
+    pub k_slabs: u32,
+    /// Elements of K one slab covers (the last may be shorter).
+    pub k_per_launch: u32,
+    /// Chunks of the batch, each at most the grid's z limit.
+    pub batch_chunks: u32,
+}
+
+impl Launches {
+    /// Launches in all.
+    pub fn count(&self) -> u64 {
+        u64::from(self.k_slabs) * u64::from(self.batch_chunks)
+    }
+}
+
 impl Plan {
-    /// A plan, if `tpb` is one of [`SUPPORTED_TPB`].
-    pub fn new(kernel: Kernel, tpb: u32) -> Result<Self> {
-        if !SUPPORTED_TPB.contains(&tpb) {
-            return Err(Error::UnsupportedTile { tpb });
-        }
-        Ok(Plan { kernel, tpb })
+    /// The plan running `config`.
+    pub fn new(config: Config) -> Self {
+        Plan { config }
     }
 
-    /// Threads (units) per block.
-    pub fn threads_per_block(&self) -> u32 {
-        self.tpb * self.tpb
+    /// `kernel` in its default configuration.
+    pub fn default_for(kernel: Kernel) -> Self {
+        Plan::new(kernel.default_config())
     }
 
-    /// Shared memory per block, in bytes, for elements of `dtype`.
-    pub fn shared_bytes(&self, dtype: DType) -> usize {
-        match self.kernel {
-            Kernel::Naive => 0,
-            Kernel::Tiled => 2 * (self.tpb * self.tpb) as usize * dtype.size_bytes(),
-        }
-    }
-
-    /// Elements of K a unit consumes per iteration of the kernel's loop (the loop-trip budget's
-    /// exchange rate): the naive kernel's loop takes one, the tiled kernel's one tile of TPB.
-    pub fn k_per_trip(&self) -> u32 {
-        match self.kernel {
-            Kernel::Naive => 1,
-            Kernel::Tiled => self.tpb,
-        }
+    /// The rung.
+    pub fn kernel(&self) -> Kernel {
+        self.config.kernel()
     }
 
     /// Elements of K one launch may cover without a unit exceeding [`LOOP_TRIP_LIMIT`].
-    pub fn k_per_launch(&self) -> u32 {
-        LOOP_TRIP_LIMIT.saturating_mul(self.k_per_trip())
+    pub fn k_per_launch(&self, problem: &Problem) -> u32 {
+        LOOP_TRIP_LIMIT.saturating_mul(self.config.shape(problem).k_per_trip)
     }
 
-    /// The slabs of K, one per launch, in order. `problem` has been checked (`Plan::check`), so
-    /// K fits 32 bits.
+    /// The slabs of K, one per launch, in order. `problem` has been checked
+    /// ([`Plan::launches`]), so K fits 32 bits.
     pub fn k_slabs(&self, problem: &Problem) -> impl Iterator<Item = KSlab> {
         let k = problem.k as u32;
-        let step = self.k_per_launch();
+        let step = self.k_per_launch(problem);
         (0..k.div_ceil(step)).map(move |i| {
             let begin = i * step;
             KSlab {
@@ -159,61 +95,82 @@ impl Plan {
         })
     }
 
+    /// Units (threads) per block.
+    pub fn threads_per_block(&self) -> u32 {
+        let tiny = Problem::new(1, 1, 1).expect("a 1×1×1 problem is valid");
+        self.config.shape(&tiny).block.iter().product()
+    }
+
+    /// Shared memory per block, in bytes, in `precision`.
+    pub fn shared_bytes(&self, precision: Precision) -> usize {
+        let tiny = crate::problem::Shape {
+            precision,
+            ..crate::problem::Shape::new(1, 1, 1)
+        }
+        .problem()
+        .expect("a 1×1×1 problem is valid");
+        self.config.shape(&tiny).shared_bytes
+    }
+
     /// Whether the compiled kernel may spill registers to local memory. No rung so far does:
     /// the compile check fails on a spill in a kernel that promises none.
     pub fn may_spill(&self) -> bool {
         false
     }
 
-    /// Grid, block and shared memory for `problem`. Fails when the grid overflows 32 bits.
-    pub fn launch_shape(&self, problem: &Problem) -> Result<LaunchShape> {
-        let tiles = |len: usize| u32::try_from(len.div_ceil(self.tpb as usize));
-        let (Ok(gx), Ok(gy)) = (tiles(problem.n), tiles(problem.m)) else {
-            return Err(Error::TooLarge {
-                m: problem.m,
-                k: problem.k,
-                n: problem.n,
-                why: "the grid of blocks does not fit 32-bit counts".into(),
-            });
+    /// How `problem` (canonical) is launched on a device with `limits`: the batch is cut into
+    /// chunks of the grid's z limit. Fails when K or the grid overflows 32 bits.
+    pub fn launches(&self, problem: &Problem, limits: &DeviceLimits) -> Result<Launches> {
+        let too_large = |why: &str| Error::TooLarge {
+            m: problem.m,
+            k: problem.k,
+            n: problem.n,
+            why: why.into(),
         };
-        // The tiled kernel indexes up to a tile past the end of K before its guard.
-        let Some(k) = u32::try_from(problem.k)
+        let mut shape = self.config.shape(problem);
+        let tiles = |len: usize, side: u32| len.div_ceil(side as usize);
+        if tiles(problem.n, shape.block[0]) > u32::MAX as usize
+            || tiles(problem.m, shape.block[1]) > u32::MAX as usize
+        {
+            return Err(too_large("the grid of blocks does not fit 32-bit counts"));
+        }
+        // Kernels index up to a tile past the end of K before their guard.
+        let k = u32::try_from(problem.k)
             .ok()
-            .filter(|k| k.checked_add(self.tpb).is_some())
-        else {
-            return Err(Error::TooLarge {
-                m: problem.m,
-                k: problem.k,
-                n: problem.n,
-                why: "K does not fit the kernels' 32-bit indices".into(),
-            });
-        };
-        let shared_bytes = self.shared_bytes(problem.dtype);
-        let k_per_launch = self.k_per_launch();
-        Ok(LaunchShape {
-            grid: [gx, gy, 1],
-            block: [self.tpb, self.tpb, 1],
-            shared_bytes,
-            launches: k.div_ceil(k_per_launch),
+            .filter(|k| k.checked_add(shape.k_per_trip.max(shape.block[0])).is_some())
+            .ok_or_else(|| too_large("K does not fit the kernels' 32-bit indices"))?;
+        let z = limits.max_cube_count[2].max(1);
+        let batch = u32::try_from(problem.batch)
+            .map_err(|_| too_large("the batch does not fit a 32-bit count"))?;
+        shape.grid[2] = batch.min(z);
+        let k_per_launch = self.k_per_launch(problem);
+        Ok(Launches {
+            shape,
+            k_slabs: k.div_ceil(k_per_launch),
             k_per_launch: k_per_launch.min(k),
+            batch_chunks: batch.div_ceil(z),
         })
     }
 
-    /// Checks the launch and the operands of `problem` against a device's limits, so that what
-    /// cannot run is refused with a message instead of failing (or silently misbehaving) on the
-    /// device.
-    pub fn check(&self, problem: &Problem, limits: &DeviceLimits, device: &str) -> Result<()> {
-        let shape = self.launch_shape(problem)?;
+    /// Checks the launch, the element types and the operands of `problem` (canonical) against
+    /// `device`, so that what cannot run is refused with a message instead of failing (or
+    /// silently misbehaving) on the device.
+    pub fn check(&self, problem: &Problem, device: &DeviceInfo) -> Result<Launches> {
+        let limits = &device.limits;
+        let launches = self.launches(problem, limits)?;
+        let shape = launches.shape;
         let refuse = |what: String, needed: String, limit: String| Error::DeviceLimit {
             what,
             needed,
             limit,
-            device: device.to_string(),
+            device: device.name.clone(),
         };
+        let kernel = || format!("the {} kernel", self.config);
+        device.types.check(problem.precision, &device.name)?;
         let units = shape.block.iter().product::<u32>();
         if units > limits.max_units_per_cube {
             return Err(refuse(
-                format!("the {} kernel with TPB={}", self.kernel, self.tpb),
+                kernel(),
                 format!("{units} threads per block"),
                 format!("{}", limits.max_units_per_cube),
             ));
@@ -221,7 +178,7 @@ impl Plan {
         for axis in 0..2 {
             if shape.block[axis] > limits.max_cube_dim[axis] {
                 return Err(refuse(
-                    format!("the {} kernel with TPB={}", self.kernel, self.tpb),
+                    kernel(),
                     format!("a block side of {}", shape.block[axis]),
                     format!("{}", limits.max_cube_dim[axis]),
                 ));
@@ -229,8 +186,8 @@ impl Plan {
             if shape.grid[axis] > limits.max_cube_count[axis] {
                 return Err(refuse(
                     format!(
-                        "problem {}×{}×{} with TPB={}",
-                        problem.m, problem.k, problem.n, self.tpb
+                        "problem {}×{}×{} with {}",
+                        problem.m, problem.k, problem.n, self.config
                     ),
                     format!(
                         "{} blocks along {}",
@@ -243,33 +200,44 @@ impl Plan {
         }
         if shape.shared_bytes > limits.max_shared_bytes {
             return Err(refuse(
-                format!("the {} kernel with TPB={}", self.kernel, self.tpb),
+                kernel(),
                 format!("{} bytes of shared memory", shape.shared_bytes),
                 format!("{} bytes", limits.max_shared_bytes),
             ));
         }
         let (m, k, n) = (problem.m, problem.k, problem.n);
-        let dtype = problem.dtype.name();
+        let bytes = device_bytes(problem, device);
         if let Some(memory) = limits.memory_bytes {
             // The operands live on the device together; a runtime that runs out of memory
             // panics inside CubeCL instead of reporting it.
-            let together = problem
-                .operand_bytes()
+            let together = bytes
                 .iter()
                 .try_fold(0u64, |sum, &b| sum.checked_add(b as u64));
             if together.is_none_or(|t| t > memory) {
                 return Err(refuse(
-                    format!("A, B and C of problem {m}×{k}×{n} ({dtype}) together"),
+                    format!(
+                        "A, B and C of problem {m}×{k}×{n} ({}) together",
+                        problem.precision
+                    ),
                     together.map_or_else(|| "more than 2⁶⁴ bytes".into(), format_bytes),
                     format!("{} of device memory", format_bytes(memory)),
                 ));
             }
         }
-        for ((name, rows, cols), bytes) in [("A", m, k), ("B", k, n), ("C", m, n)]
+        let spans = [problem.a_len(), problem.b_len(), problem.c_len()];
+        for (((name, desc), span), bytes) in [("A", problem.a), ("B", problem.b), ("C", problem.c)]
             .into_iter()
-            .zip(problem.operand_bytes())
+            .zip(spans)
+            .zip(bytes)
         {
-            let what = || format!("matrix {name} ({rows}×{cols} {dtype})");
+            let what = || {
+                let batch = if problem.batch > 1 {
+                    format!("{} × ", problem.batch)
+                } else {
+                    String::new()
+                };
+                format!("matrix {name} ({batch}{}×{})", desc.rows, desc.cols)
+            };
             let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);
             if bytes as u64 > limit {
                 return Err(refuse(
@@ -279,21 +247,35 @@ impl Plan {
                 ));
             }
             // The kernels index with 32-bit integers.
-            if rows * cols > u32::MAX as usize {
+            if span > u32::MAX as usize {
                 return Err(refuse(
                     what(),
-                    format!("{} elements", rows * cols),
+                    format!("{span} elements"),
                     format!("{} elements (32-bit indexing)", u32::MAX),
                 ));
             }
         }
-        Ok(())
+        Ok(launches)
     }
+}
+
+/// Bytes of A's, B's and C's buffers on `device`: bf16 packed two to a word where the device
+/// has no bf16 type, and C then held in f32.
+pub fn device_bytes(problem: &Problem, device: &DeviceInfo) -> [usize; 3] {
+    let mut bytes = problem.operand_bytes();
+    if problem.precision.output == DType::BF16 && !device.types.bf16 {
+        bytes[2] = problem.c_len() * 4;
+    }
+    if problem.precision.input == DType::BF16 && !device.types.bf16 {
+        bytes[0] = problem.a_len().div_ceil(2) * 4;
+        bytes[1] = problem.b_len().div_ceil(2) * 4;
+    }
+    bytes
 }
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}, TPB={}", self.kernel, self.tpb)
+        self.config.fmt(f)
     }
 }
 
@@ -316,9 +298,13 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::{test_device, DeviceKind};
+    use crate::problem::Shape;
 
-    fn lavapipe_like() -> DeviceLimits {
-        DeviceLimits {
+    fn lavapipe_like() -> DeviceInfo {
+        let mut device = test_device(0, DeviceKind::Cpu);
+        device.name = "dev".into();
+        device.limits = DeviceLimits {
             max_shared_bytes: 32768,
             max_units_per_cube: 1024,
             max_cube_dim: [1024, 1024, 64],
@@ -326,44 +312,61 @@ mod tests {
             max_binding_bytes: 128 << 20,
             max_buffer_bytes: (1 << 31) - 1,
             memory_bytes: None,
-        }
+        };
+        device.types.f16 = true;
+        device
+    }
+
+    fn plan(text: &str) -> Plan {
+        Plan::new(text.parse().unwrap())
     }
 
     #[test]
-    fn only_supported_tiles_are_accepted() {
-        assert!(matches!(
-            Plan::new(Kernel::Tiled, 12),
-            Err(Error::UnsupportedTile { tpb: 12 })
-        ));
-        for tpb in SUPPORTED_TPB {
-            assert_eq!(Plan::new(Kernel::Naive, tpb).unwrap().tpb, tpb);
+    fn configurations_parse_and_show_as_text() {
+        assert_eq!(plan("tiled:tpb=32").to_string(), "tiled:tpb=32");
+        assert_eq!(plan("naive").to_string(), "naive:tpb=16");
+        let err = "tiled:tpb=12".parse::<Config>().unwrap_err();
+        assert!(err.contains("choose 8, 16 or 32"), "{err}");
+        assert!("blocked".parse::<Config>().unwrap_err().contains("naive, tiled"));
+        for kernel in Kernel::ALL {
+            for config in kernel.configs() {
+                assert_eq!(config.to_string().parse::<Config>(), Ok(config));
+            }
         }
     }
 
     #[test]
     fn launch_covers_c_with_ceil_division() {
-        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
-        let shape = plan
-            .launch_shape(&Problem::new(1000, 777, 513).unwrap())
-            .unwrap();
-        assert_eq!(shape.grid, [33, 63, 1]);
-        assert_eq!(shape.block, [16, 16, 1]);
-        assert_eq!(shape.shared_bytes, 2048);
-        let naive = Plan::new(Kernel::Naive, 16).unwrap();
-        assert_eq!(
-            naive
-                .launch_shape(&Problem::new(1, 1, 1).unwrap())
-                .unwrap()
-                .shared_bytes,
-            0
-        );
+        let device = lavapipe_like();
+        let p = Problem::new(1000, 777, 513).unwrap();
+        let launches = plan("tiled:tpb=16").check(&p, &device).unwrap();
+        assert_eq!(launches.shape.grid, [33, 63, 1]);
+        assert_eq!(launches.shape.block, [16, 16, 1]);
+        assert_eq!(launches.shape.shared_bytes, 2048);
+        assert_eq!(launches.count(), 1);
+        let naive = plan("naive:tpb=16").check(&p, &device).unwrap();
+        assert_eq!(naive.shape.shared_bytes, 0);
+    }
+
+    #[test]
+    fn batches_beyond_the_grids_z_limit_take_several_launches() {
+        let mut device = lavapipe_like();
+        device.limits.max_cube_count[2] = 4;
+        let p = Shape {
+            batch: 10,
+            ..Shape::new(3, 3, 3)
+        }
+        .problem()
+        .unwrap();
+        let launches = plan("naive:tpb=8").check(&p, &device).unwrap();
+        assert_eq!((launches.shape.grid[2], launches.batch_chunks), (4, 3));
     }
 
     #[test]
     fn k_is_split_so_no_unit_loops_past_the_trip_limit() {
         let p = Problem::new(2, 3 * (LOOP_TRIP_LIMIT as usize) * 16 + 5, 2).unwrap();
-        for (kernel, per_trip) in [(Kernel::Naive, 1), (Kernel::Tiled, 16)] {
-            let plan = Plan::new(kernel, 16).unwrap();
+        for (text, per_trip) in [("naive:tpb=16", 1), ("tiled:tpb=16", 16)] {
+            let plan = plan(text);
             let slabs: Vec<KSlab> = plan.k_slabs(&p).collect();
             // Contiguous, covering K exactly once, only the first starting a fresh sum.
             assert_eq!(slabs[0].begin, 0);
@@ -378,82 +381,99 @@ mod tests {
                     "{s:?}"
                 );
             }
-            let shape = plan.launch_shape(&p).unwrap();
-            assert_eq!(shape.launches as usize, slabs.len());
+            let launches = plan.check(&p, &lavapipe_like()).unwrap();
+            assert_eq!(launches.k_slabs as usize, slabs.len());
         }
         // Within the budget, one launch covers all of K.
         let small = Problem::new(4, LOOP_TRIP_LIMIT as usize, 4).unwrap();
-        let slabs: Vec<KSlab> = Plan::new(Kernel::Naive, 8)
-            .unwrap()
-            .k_slabs(&small)
-            .collect();
-        assert_eq!(slabs.len(), 1);
+        assert_eq!(plan("naive:tpb=8").k_slabs(&small).count(), 1);
     }
 
     #[test]
     fn matrices_over_the_binding_limit_are_refused() {
-        let plan = Plan::new(Kernel::Naive, 16).unwrap();
-        let limits = lavapipe_like();
+        let plan = plan("naive:tpb=16");
+        let device = lavapipe_like();
         assert!(plan
-            .check(&Problem::new(5792, 5792, 5792).unwrap(), &limits, "dev")
+            .check(&Problem::new(5792, 5792, 5792).unwrap(), &device)
             .is_ok());
         let err = plan
-            .check(&Problem::new(8192, 8192, 16).unwrap(), &limits, "dev")
+            .check(&Problem::new(8192, 8192, 16).unwrap(), &device)
             .unwrap_err();
-        assert!(
-            err.to_string().contains("matrix A (8192×8192 f32)"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("matrix A (8192×8192)"), "{err}");
     }
 
     #[test]
     fn grids_over_the_dispatch_limit_are_refused() {
-        let plan = Plan::new(Kernel::Naive, 8).unwrap();
-        let mut limits = lavapipe_like();
-        limits.max_binding_bytes = u64::MAX;
-        limits.max_buffer_bytes = u64::MAX;
-        let err = plan
-            .check(&Problem::new(1, 1, 8 * 65536).unwrap(), &limits, "dev")
+        let mut device = lavapipe_like();
+        device.limits.max_binding_bytes = u64::MAX;
+        device.limits.max_buffer_bytes = u64::MAX;
+        let err = plan("naive:tpb=8")
+            .check(&Problem::new(1, 1, 8 * 65536).unwrap(), &device)
             .unwrap_err();
         assert!(err.to_string().contains("65536 blocks along x"), "{err}");
     }
 
     #[test]
     fn operands_beyond_the_devices_memory_together_are_refused() {
-        let plan = Plan::new(Kernel::Tiled, 16).unwrap();
-        let mut limits = lavapipe_like();
-        limits.max_binding_bytes = 16 << 30;
-        limits.max_buffer_bytes = 16 << 30;
+        let plan = plan("tiled:tpb=16");
+        let mut device = lavapipe_like();
+        device.limits.max_binding_bytes = 16 << 30;
+        device.limits.max_buffer_bytes = 16 << 30;
         // A and B are 8 GiB and C 4 GiB, each under every per-buffer limit; 20 GiB together.
-        limits.memory_bytes = Some(20 << 30);
+        device.limits.memory_bytes = Some(20 << 30);
         let fits = Problem::new(32768, 65536, 32768).unwrap();
-        assert!(plan.check(&fits, &limits, "dev").is_ok());
-        limits.memory_bytes = Some((20 << 30) - 1);
-        let err = plan.check(&fits, &limits, "dev").unwrap_err().to_string();
+        // Spans beyond 2³² elements are refused too, so only the memory check is compared.
+        let err = |device: &DeviceInfo| plan.check(&fits, device).unwrap_err().to_string();
+        assert!(!err(&device).contains("device memory"), "{}", err(&device));
+        device.limits.memory_bytes = Some((20 << 30) - 1);
         assert!(
-            err.contains("together") && err.contains("device memory"),
-            "{err}"
+            err(&device).contains("together") && err(&device).contains("device memory"),
+            "{}",
+            err(&device)
         );
     }
 
     #[test]
     fn a_k_whose_last_tile_overflows_32_bits_is_refused() {
-        let plan = Plan::new(Kernel::Tiled, 32).unwrap();
+        let device = lavapipe_like();
+        let plan = plan("tiled:tpb=32");
         let p = Problem::new(1, u32::MAX as usize - 8, 1).unwrap();
-        let err = plan.launch_shape(&p).unwrap_err().to_string();
+        let err = plan.launches(&p, &device.limits).unwrap_err().to_string();
         assert!(err.contains("32-bit"), "{err}");
         let ok = Problem::new(1, u32::MAX as usize - 32, 1).unwrap();
-        assert!(plan.launch_shape(&ok).is_ok());
+        assert!(plan.launches(&ok, &device.limits).is_ok());
     }
 
     #[test]
     fn blocks_over_the_unit_limit_are_refused() {
-        let plan = Plan::new(Kernel::Tiled, 32).unwrap();
-        let mut limits = lavapipe_like();
-        limits.max_units_per_cube = 256;
-        let err = plan
-            .check(&Problem::new(64, 64, 64).unwrap(), &limits, "dev")
+        let mut device = lavapipe_like();
+        device.limits.max_units_per_cube = 256;
+        let err = plan("tiled:tpb=32")
+            .check(&Problem::new(64, 64, 64).unwrap(), &device)
             .unwrap_err();
         assert!(err.to_string().contains("1024 threads per block"), "{err}");
+    }
+
+    #[test]
+    fn precisions_the_device_lacks_are_refused_by_name() {
+        let device = lavapipe_like();
+        let f64_problem = Shape {
+            precision: Precision::of(DType::F64),
+            ..Shape::new(4, 4, 4)
+        }
+        .problem()
+        .unwrap();
+        let err = plan("naive").check(&f64_problem, &device).unwrap_err();
+        assert!(matches!(err, Error::TypeUnavailable { .. }), "{err}");
+        assert!(err.to_string().contains("f64"), "{err}");
+        // bf16 without a bf16 type is packed: half the bytes of f32, C in f32.
+        let bf16 = Shape {
+            precision: Precision::of(DType::BF16),
+            ..Shape::new(3, 3, 3)
+        }
+        .problem()
+        .unwrap();
+        assert_eq!(device_bytes(&bf16, &device), [20, 20, 36]);
+        assert!(plan("naive").check(&bf16, &device).is_ok());
     }
 }

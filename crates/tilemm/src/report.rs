@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 
 use crate::backend::Backend;
 use crate::device::DeviceInfo;
-use crate::plan::{LaunchShape, Plan};
+use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
 use crate::run::Inputs;
 use crate::verify::{ReferenceMode, Verification};
@@ -21,8 +21,8 @@ fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 pub struct KernelReport {
     /// Kernel and configuration.
     pub plan: Plan,
-    /// Grid, block, shared memory.
-    pub launch: LaunchShape,
+    /// Grid, block, shared memory, and how many launches.
+    pub launch: Launches,
 }
 
 /// The first GPU run, which includes JIT compilation.
@@ -151,21 +151,29 @@ impl fmt::Display for Report {
             None => writeln!(f, "device      CPU only ({} threads)", self.cpu.threads)?,
         }
         if let Some(k) = &self.kernel {
-            let [gx, gy, gz] = k.launch.grid;
-            let [bx, by, bz] = k.launch.block;
+            let [gx, gy, gz] = k.launch.shape.grid;
+            let [bx, by, bz] = k.launch.shape.block;
             writeln!(
                 f,
                 "kernel      {}: grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}, {} B shared per block",
-                k.plan, k.launch.shared_bytes
+                k.plan, k.launch.shape.shared_bytes
             )?;
-            if k.launch.launches > 1 {
+            if k.launch.k_slabs > 1 {
                 writeln!(
                     f,
                     "            K in {} launches of up to {} (no unit loops more than {} times \
-                     in one launch; some drivers cut longer loops short)",
-                    k.launch.launches,
+                     in one launch; some drivers cut longer loops short), each continuing the \
+                     sum in C",
+                    k.launch.k_slabs,
                     k.launch.k_per_launch,
                     crate::plan::LOOP_TRIP_LIMIT
+                )?;
+            }
+            if k.launch.batch_chunks > 1 {
+                writeln!(
+                    f,
+                    "            the batch in {} launches of up to {} (the grid's z limit)",
+                    k.launch.batch_chunks, gz
                 )?;
             }
         }
@@ -215,7 +223,14 @@ impl Report {
     fn fmt_verification(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.problem;
         let v = &self.verification;
-        let dtype = p.dtype.name();
+        let dtype = p.precision.output.name();
+        let acc = p.precision.accumulate;
+        let scaled = p.alpha != 1.0 || p.reads_c();
+        let mag = if scaled {
+            "M, M = |α|·|A|·|B| + |β|·|C₀|"
+        } else {
+            "|A|·|B|"
+        };
         let reference = match v.reference {
             ReferenceMode::Whole => "f64 reference".to_string(),
             ReferenceMode::Blocks(b) => format!(
@@ -249,12 +264,17 @@ impl Report {
             "error       {checked} vs {reference} ({}): {figures}",
             msf(self.reference_time),
         )?;
-        let exact_limit = "2²⁴";
+        let coarse = if p.precision.output.significand_bits() < acc.significand_bits() {
+            p.precision.output
+        } else {
+            acc
+        };
+        let exact_limit = format!("2^{}", coarse.significand_bits());
         if v.all_exact() {
             writeln!(
                 f,
-                "bound       exact: integer inputs with |A|·|B| ≤ {exact_limit} in every entry, so \
-                 every partial sum is an integer {dtype} holds exactly, in any order; C must \
+                "bound       exact: integer data with {mag} ≤ {exact_limit} in every entry, so \
+                 every partial sum is an integer {coarse} holds exactly, in any order; C must \
                  equal the product, and {}",
                 if v.failures == 0 {
                     "does"
@@ -266,7 +286,7 @@ impl Report {
             if v.exact_entries > 0 {
                 writeln!(
                     f,
-                    "bound       exact in {} of {} entries (integer inputs, |A|·|B| ≤ {exact_limit}); \
+                    "bound       exact in {} of {} entries (integer data, {mag} ≤ {exact_limit}); \
                      the others against the bound below",
                     v.exact_entries, v.entries
                 )?;
@@ -279,12 +299,17 @@ impl Report {
                 };
                 writeln!(
                     f,
-                    "bound       |c − ref| ≤ {:.3e}·(|A|·|B|) + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, \
-                     u = {:.3e}){worst}",
+                    "bound       |c − ref| ≤ {:.3e}·{mag} + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, \
+                     u = {:.3e} for {acc} accumulation{}){worst}",
                     v.bound_factor,
                     v.bound_floor,
                     p.k,
-                    p.dtype.unit_roundoff(),
+                    acc.unit_roundoff(),
+                    if p.precision.output != acc {
+                        format!(", plus {dtype} rounding of C")
+                    } else {
+                        String::new()
+                    },
                 )?;
                 if v.subnormal_inputs {
                     writeln!(
@@ -331,7 +356,7 @@ impl Report {
                  {:.3e} ({} of them have an exact value beyond it; the reference reaches \
                  {:.3e}, |A|·|B| {:.3e}): C overflows the {dtype} range there",
                 v.range_failures,
-                p.dtype.largest(),
+                p.precision.output.largest().min(acc.largest()),
                 v.overflow_entries,
                 v.largest_reference,
                 v.largest_magnitude
@@ -346,12 +371,16 @@ impl Report {
             )?;
         }
         if let Some((i, j, got, want)) = v.worst_failure {
-            // C holds f32 values: shown as the f32 they are; the f64 reference to 9 digits.
+            let at = if p.batch > 1 {
+                format!("{},{i},{j}", v.worst_failure_batch)
+            } else {
+                format!("{i},{j}")
+            };
             writeln!(
                 f,
-                "failures    {} of {} entries fail their check; worst C[{i},{j}] = {:e}, \
+                "failures    {} of {} entries fail their check; worst C[{at}] = {got:e}, \
                  reference {want:.8e}",
-                v.failures, v.entries, got as f32
+                v.failures, v.entries
             )?;
         }
         if !v.right_length {

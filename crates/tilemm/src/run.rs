@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use crate::backend::{open_device, Backend, GpuSession};
 use crate::cpu;
+use crate::element::HostData;
+use crate::inputs::Operands;
 use crate::device::{DeviceInfo, DeviceKind};
 use crate::error::Result;
 use crate::host::{self, Bytes};
@@ -57,8 +59,8 @@ impl Inputs {
 pub struct Outcome {
     /// What happened.
     pub report: Report,
-    /// C, row-major: from the second GPU run, or from the CPU when no GPU ran.
-    pub c: Vec<f32>,
+    /// C's buffer: from the second GPU run, or from the CPU when no GPU ran.
+    pub c: HostData,
 }
 
 fn gflops(problem: &Problem, time: Duration) -> f64 {
@@ -73,12 +75,15 @@ fn gflops(problem: &Problem, time: Duration) -> f64 {
 /// their staging copies; and a margin for threads, the CPU crate's packing buffers and the
 /// driver.
 fn host_bytes_besides_reference(problem: &Problem, gpu: Option<&DeviceInfo>) -> Bytes {
-    let size = problem.dtype.size_bytes();
-    let (a, b, c) = (
-        Bytes::of(problem.a_len(), size),
-        Bytes::of(problem.b_len(), size),
-        Bytes::of(problem.c_len(), size),
-    );
+    let [a, b, c] = problem.operand_bytes().map(|x| Bytes::exactly(x as u64));
+    // C₀, when read, is kept for the reference; the CPU path widens half precisions to f32.
+    let c0 = if problem.reads_c() { c } else { Bytes::ZERO };
+    let widened = if problem.precision.input.size_bytes() < 4 {
+        Bytes::of(problem.a_len(), 4) + Bytes::of(problem.b_len(), 4) + Bytes::of(problem.c_len(), 4)
+    } else {
+        Bytes::ZERO
+    };
+    let (a, b) = (a + c0 + widened, b);
     // Threads and the CPU crate's packing buffers; a GPU driver also compiles kernels on the
     // host (LLVM, for lavapipe).
     let margin = Bytes::exactly(96 << 20);
@@ -135,9 +140,7 @@ impl Runner {
         let mut notes = Vec::new();
         let gpu = open_device(options.backend, options.device, &mut notes)?;
         if let Some(gpu) = &gpu {
-            options
-                .plan
-                .check(problem, &gpu.info().limits, &gpu.info().name)?;
+            options.plan.check(&problem.canonical().0, gpu.info())?;
         }
         // The two GPU runs' results, or the CPU's alone.
         let checks = if gpu.is_some() { 2 } else { 1 };
@@ -156,9 +159,8 @@ impl Runner {
         self.gpu.as_ref()
     }
 
-    /// Runs the experiment on `a` and `b` (row-major f32 operands of the problem, from
-    /// `inputs`).
-    pub fn run(self, a: &[f32], b: &[f32], inputs: Inputs) -> Result<Outcome> {
+    /// Runs the experiment on `operands` (the problem's A, B and C₀, from `inputs`).
+    pub fn run(self, operands: &Operands, inputs: Inputs) -> Result<Outcome> {
         let Runner {
             problem,
             plan,
@@ -167,14 +169,16 @@ impl Runner {
             notes,
         } = self;
         let problem = &problem;
-        problem.check_operands(a, b)?;
+        let Operands { a, b, c0 } = operands;
+        let c0 = c0.as_ref();
+        problem.check_operands(a.len(), b.len())?;
 
         let start = Instant::now();
-        let reference = Reference::with_plan(problem, a, b, reference)?;
+        let reference = Reference::with_plan(problem, a, b, c0, reference)?;
         let mut reference_time = start.elapsed();
-        let mut check = |c: &[f32]| {
+        let mut check = |c: &HostData, passes: usize| {
             let start = Instant::now();
-            let verification = reference.check(c);
+            let verification = reference.check_passes(c, passes);
             reference_time += start.elapsed();
             verification
         };
@@ -182,38 +186,41 @@ impl Runner {
         // Each C is checked as soon as it exists and dropped unless it is the one reported, so
         // no more copies are alive than the memory estimate counts.
         let mut gpu_runs = None;
+        let mut launches = None;
         if let Some(gpu) = &gpu {
-            let compile = gpu.compile(&plan)?;
-            let first = gpu.matmul(problem, &plan, a, b)?;
-            let first_pass = check(&first.c)?.pass;
+            let shape = plan.check(&problem.canonical().0, gpu.info())?;
+            launches = Some(shape);
+            let passes = shape.k_slabs as usize;
+            let compile = gpu.compile(&plan, problem)?;
+            let first = gpu.gemm(problem, &plan, a, b, c0)?;
+            let first_pass = check(&first.c, passes)?.pass;
             drop(first.c);
+            let total = compile + first.upload + first.launch + first.download;
             let first = FirstRun {
                 compile,
                 upload: first.upload,
                 launch: first.launch,
                 kernel: first.kernel,
                 download: first.download,
-                total: compile + first.upload + first.launch + first.download,
-                gflops: gflops(
-                    problem,
-                    compile + first.upload + first.launch + first.download,
-                ),
+                total,
+                gflops: gflops(problem, total),
                 pass: first_pass,
             };
-            let second = gpu.matmul(problem, &plan, a, b)?;
-            gpu_runs = Some((first, second));
+            let second = gpu.gemm(problem, &plan, a, b, c0)?;
+            gpu_runs = Some((first, second, passes));
         }
 
         // The CPU crate, timed on its second call so the thread pool's start-up is not counted;
         // the first call is a small product, so that it costs no memory of note.
         let warm = Problem::new(problem.m.min(64), problem.k.min(64), problem.n.min(64))?;
-        cpu::matmul(&warm, &a[..warm.a_len()], &b[..warm.b_len()])?;
+        let warm_data = HostData::F32(vec![0.0; 64 * 64]);
+        cpu::product(&warm, &warm_data, &warm_data, None)?;
         let start = Instant::now();
-        let cpu_c = cpu::matmul(problem, a, b)?;
+        let cpu_c = cpu::product(problem, a, b, c0)?;
         let cpu_time = start.elapsed();
 
-        let (first_run, second_run, c) = match gpu_runs {
-            Some((first, second)) => {
+        let (first_run, second_run, c, passes) = match gpu_runs {
+            Some((first, second, passes)) => {
                 drop(cpu_c);
                 let timestamps = gpu.as_ref().is_some_and(|g| g.has_device_timestamps());
                 let second_run = SecondRun {
@@ -227,23 +234,18 @@ impl Runner {
                     total: second.total(),
                     total_gflops: gflops(problem, second.total()),
                 };
-                (Some(first), Some(second_run), second.c)
+                (Some(first), Some(second_run), second.c, passes)
             }
-            None => (None, None, cpu_c),
+            None => (None, None, cpu_c, 1),
         };
-        let verification = check(&c)?;
+        let verification = check(&c, passes)?;
         let pass = verification.pass && first_run.as_ref().is_none_or(|f| f.pass);
         let report = Report {
             problem: *problem,
             inputs,
             backend: gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
             device: gpu.as_ref().map(|g| g.info().clone()),
-            kernel: gpu.as_ref().map(|_| KernelReport {
-                plan,
-                launch: plan
-                    .launch_shape(problem)
-                    .expect("checked against the device"),
-            }),
+            kernel: launches.map(|launch| KernelReport { plan, launch }),
             first_run,
             second_run,
             cpu: CpuTimes {

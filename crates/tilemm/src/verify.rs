@@ -30,7 +30,8 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::host::{self, Bytes};
 use crate::plan::format_bytes;
-use crate::problem::Problem;
+use crate::element::{Element, HostData};
+use crate::problem::{MatrixDesc, Problem};
 
 /// The most memory a block of the reference works in.
 const MAX_BLOCK_BYTES: u64 = 256 << 20;
@@ -137,18 +138,21 @@ fn block_for(problem: &Problem, bytes: u64) -> Block {
     Block { rows, cols, depth }
 }
 
-/// The reference product of one problem's operands, and the magnitudes |A|·|B| that scale the
-/// bound.
+/// The reference product of one problem's operands, and the magnitudes that scale the bound.
 pub struct Reference<'a> {
     problem: Problem,
-    a: &'a [f32],
-    b: &'a [f32],
+    a: &'a HostData,
+    b: &'a HostData,
+    /// C's initial contents, when β ≠ 0.
+    c0: Option<&'a HostData>,
     plan: ReferencePlan,
-    integer_inputs: bool,
+    /// Whether A, B (and C₀, α and β where they count) are integers.
+    integer_data: bool,
     /// Extra absolute error a device may make by flushing subnormal inputs to zero: each term
     /// with a subnormal operand is then lost, and |a·b| < λ·max(|A|, |B|) for such a term.
     subnormal_slack: f64,
-    /// C and |A|·|B| in f64, row-major, when held whole.
+    /// α·A·B + β·C₀ and |α|·|A|·|B| + |β|·|C₀| in f64, batch after batch, row-major, when held
+    /// whole.
     whole: Option<(Vec<f64>, Vec<f64>)>,
 }
 
@@ -157,21 +161,22 @@ pub struct Reference<'a> {
 pub struct Verification {
     /// How the f64 reference was held.
     pub reference: ReferenceMode,
-    /// max |c − ref| over the entries within f32's range.
+    /// max |c − ref| over the entries within range.
     pub max_abs_err: f64,
     /// max |c − ref| / |ref| over those entries with ref ≠ 0 (large where signed data cancels).
     pub max_rel_err: f64,
-    /// The bound's factor: |c − ref|ᵢⱼ ≤ factor·(|A|·|B|)ᵢⱼ + floor.
+    /// The bound's factor: |c − ref|ᵢⱼ ≤ factor·Mᵢⱼ + floor, M = |α|·(|A|·|B|) + |β|·|C₀|.
     pub bound_factor: f64,
     /// The bound's absolute floor (underflow, or subnormals flushed to zero).
     pub bound_floor: f64,
     /// False when K·u ≥ 1/2: the bound then says nothing, and only exact entries can pass.
     pub bound_meaningful: bool,
-    /// Entries of C.
+    /// Entries of C (all batches).
     pub entries: usize,
-    /// Whether every element of A and B is an integer.
+    /// Whether every element of A and B (and C₀, α, β when β ≠ 0) is an integer.
     pub integer_inputs: bool,
-    /// Entries that had to equal the reference exactly (integer inputs, |A|·|B| ≤ 2²⁴).
+    /// Entries that had to equal the reference exactly (integer data, M within the exact
+    /// integers of the accumulator and the output).
     pub exact_entries: usize,
     /// Entries that neither exactness nor a meaningful bound could check.
     pub unverifiable_entries: usize,
@@ -179,15 +184,17 @@ pub struct Verification {
     pub bound_entries: usize,
     /// max |c − ref|ᵢⱼ / boundᵢⱼ over the entries checked against the bound: at most 1 to pass.
     pub worst_err_over_bound: f64,
-    /// max |c − ref|ᵢⱼ / (u·(|A|·|B|)ᵢⱼ) over the entries checked against the bound.
+    /// max |c − ref|ᵢⱼ / (u·Mᵢⱼ) over the entries checked against the bound, u the unit
+    /// roundoff of the accumulator (of the output, when that is coarser).
     pub err_in_ulps: Option<f64>,
-    /// 2·√K: for random inputs, `err_in_ulps` above it suggests lower precision than the dtype's.
+    /// 2·√K: for random inputs, `err_in_ulps` above it suggests lower precision than promised.
     pub ulps_warning_level: f64,
     /// The largest |reference| (finite values).
     pub largest_reference: f64,
-    /// The largest (|A|·|B|)ᵢⱼ (finite values).
+    /// The largest Mᵢⱼ (finite values).
     pub largest_magnitude: f64,
-    /// Entries whose |A|·|B| exceeds the dtype's range (the error figures leave them out).
+    /// Entries whose M exceeds the range of the accumulator or output (the error figures leave
+    /// them out).
     pub beyond_range_entries: usize,
     /// Entries that NaN or infinite inputs reach: they must equal the reference's IEEE result
     /// (±inf, or NaN) exactly, and the error figures leave them out.
@@ -195,15 +202,18 @@ pub struct Verification {
     /// Whether A or B holds subnormal numbers (the bound's floor then allows for a device that
     /// flushes them to zero).
     pub subnormal_inputs: bool,
-    /// Entries whose exact value lies beyond the dtype's range.
+    /// Entries whose exact value lies beyond the output type's range.
     pub overflow_entries: usize,
-    /// Failed entries whose |A|·|B| exceeds the dtype's range (so sums may have overflowed).
+    /// Failed entries whose M exceeds the range (so sums may have overflowed).
     pub range_failures: usize,
     /// Entries that failed their check.
     pub failures: usize,
-    /// The worst failed entry: row, column, value, reference.
+    /// The worst failed entry: row, column, value, reference (in batch entry
+    /// `worst_failure_batch`).
     pub worst_failure: Option<(usize, usize, f64, f64)>,
-    /// Whether C had the problem's length.
+    /// The batch entry of the worst failure.
+    pub worst_failure_batch: usize,
+    /// Whether C's buffer had the problem's length.
     pub right_length: bool,
     /// Whether every entry passed its check.
     pub pass: bool,
@@ -228,61 +238,82 @@ struct Rule {
 }
 
 impl<'a> Reference<'a> {
-    /// The reference of `problem` for `a` and `b` (row-major), held whole if this process has
-    /// the memory (so that any number of checks reuse it), else recomputed in blocks by each
-    /// check.
-    pub fn new(problem: &Problem, a: &'a [f32], b: &'a [f32]) -> Result<Self> {
+    /// The reference of `problem` for `a`, `b` and (when β ≠ 0) C's initial contents `c0`,
+    /// held whole if this process has the memory (so that any number of checks reuse it), else
+    /// recomputed in blocks by each check.
+    pub fn new(
+        problem: &Problem,
+        a: &'a HostData,
+        b: &'a HostData,
+        c0: Option<&'a HostData>,
+    ) -> Result<Self> {
         let budget = host::headroom().map(|h| h.bytes / 2);
         let plan = ReferencePlan::fit(problem, usize::MAX, budget)?;
-        Self::with_plan(problem, a, b, plan)
+        Self::with_plan(problem, a, b, c0, plan)
     }
 
     /// The reference, computed as `plan` says.
     pub fn with_plan(
         problem: &Problem,
-        a: &'a [f32],
-        b: &'a [f32],
+        a: &'a HostData,
+        b: &'a HostData,
+        c0: Option<&'a HostData>,
         plan: ReferencePlan,
     ) -> Result<Self> {
-        problem.check_operands(a, b)?;
-        let integer = |x: &f32| x.is_finite() && x.trunc() == *x;
-        let subnormal = |x: &f32| x.is_subnormal();
-        let largest = |m: &[f32]| {
-            m.iter()
-                .filter(|x| x.is_finite())
-                .fold(0.0f64, |acc, x| acc.max(f64::from(x.abs())))
-        };
-        let subnormal_slack = if a.iter().any(subnormal) || b.iter().any(subnormal) {
-            problem.dtype.smallest_normal() * problem.k as f64 * (largest(a) + largest(b))
+        problem.check_operands(a.len(), b.len())?;
+        let c0 = c0.filter(|_| problem.reads_c());
+        if problem.reads_c() {
+            let c0 = c0.ok_or_else(|| {
+                Error::View("beta ≠ 0 reads C, but no initial C was given".into())
+            })?;
+            problem.check_output(c0.len())?;
+        }
+        let stats = |d: &HostData| crate::with_data!(d, v => Stats::of(v));
+        let (sa, sb) = (stats(a), stats(b));
+        let sc = c0.map(stats);
+        let subnormal_slack = if sa.subnormal || sb.subnormal {
+            problem.precision.accumulate.smallest_normal()
+                * problem.k as f64
+                * (sa.largest + sb.largest)
         } else {
             0.0
         };
+        let integer = |x: f64| x.is_finite() && x.trunc() == x;
+        let integer_data = sa.integer
+            && sb.integer
+            && integer(problem.alpha)
+            && (!problem.reads_c() || (sc.is_some_and(|s| s.integer) && integer(problem.beta)));
         let mut reference = Reference {
             problem: *problem,
             a,
             b,
+            c0,
             plan,
-            integer_inputs: a.iter().all(integer) && b.iter().all(integer),
+            integer_data,
             subnormal_slack,
             whole: None,
         };
         if plan.mode == ReferenceMode::Whole {
-            let mut c = host::zeros(problem.c_len(), "the f64 reference")?;
-            let mut magnitude = host::zeros(problem.c_len(), "the reference's |A|·|B|")?;
+            let entries = problem.c_entries();
+            let mut c = host::zeros(entries, "the f64 reference")?;
+            let mut magnitude = host::zeros(entries, "the reference's magnitudes")?;
             let mut scratch = Scratch::new(&plan.block)?;
             let (m, n, block) = (problem.m, problem.n, plan.block);
-            for i0 in (0..m).step_by(block.rows) {
-                for j0 in (0..n).step_by(block.cols) {
-                    let rows = i0..(i0 + block.rows).min(m);
-                    let cols = j0..(j0 + block.cols).min(n);
-                    let at = i0 * n + j0;
-                    reference.compute_block(
-                        rows,
-                        cols,
-                        (&mut c[at..], &mut magnitude[at..]),
-                        n,
-                        &mut scratch,
-                    );
+            for batch in 0..problem.batch {
+                for i0 in (0..m).step_by(block.rows) {
+                    for j0 in (0..n).step_by(block.cols) {
+                        let rows = i0..(i0 + block.rows).min(m);
+                        let cols = j0..(j0 + block.cols).min(n);
+                        let at = batch * m * n + i0 * n + j0;
+                        reference.compute_block(
+                            batch,
+                            rows,
+                            cols,
+                            (&mut c[at..], &mut magnitude[at..]),
+                            n,
+                            &mut scratch,
+                        );
+                    }
                 }
             }
             reference.whole = Some((c, magnitude));
@@ -295,96 +326,140 @@ impl<'a> Reference<'a> {
         self.plan.mode
     }
 
-    /// The bound's factor and floor: |c − ref|ᵢⱼ ≤ factor·(|A|·|B|)ᵢⱼ + floor.
-    ///
-    /// `None` when K·u ≥ 1/2, where the bound says nothing (K ≥ 2²³ in f32).
+    /// The bound's factor and floor for a result computed in one pass over K:
+    /// |c − ref|ᵢⱼ ≤ factor·Mᵢⱼ + floor. See [`Reference::bound_for`].
     pub fn bound(&self) -> Option<(f64, f64)> {
+        self.bound_for(1)
+    }
+
+    /// The bound's factor and floor for a result whose K was summed in `passes` launches, each
+    /// continuing the sum left in C (so C was rounded to its type after each):
+    ///
+    /// - accumulation: γ with K + 2·passes roundings of the accumulator (K products and sums,
+    ///   and per pass the α product and the β sum);
+    /// - output: γ_passes of the output type when that is coarser than the accumulator;
+    /// - the f64 reference's own γ_(K+2) in 2⁻⁵³.
+    ///
+    /// `None` when the bound says nothing (K·u ≥ 1/2).
+    pub fn bound_for(&self, passes: usize) -> Option<(f64, f64)> {
+        let p = self.problem.precision;
         let k = self.problem.k as f64;
-        let dtype = self.problem.dtype;
-        let gamma = |u: f64| (k * u < 0.5).then(|| k * u / (1.0 - k * u));
-        // The f64 reference is itself off by at most γ_K(2⁻⁵³)·|A|·|B|.
-        let factor = gamma(dtype.unit_roundoff())? + gamma(f64::EPSILON / 2.0)?;
+        let passes = passes.max(1) as f64;
+        let gamma = |n: f64, u: f64| (n * u < 0.5).then(|| n * u / (1.0 - n * u));
+        let accumulate = gamma(k + 2.0 * passes, p.accumulate.unit_roundoff())?;
+        let output = if p.output == p.accumulate {
+            0.0
+        } else {
+            gamma(passes, p.output.unit_roundoff())? * (1.0 + accumulate)
+        };
+        let factor = accumulate + output + gamma(k + 2.0, f64::EPSILON / 2.0)?;
         // K products and K − 1 additions, each of which may underflow or be flushed to zero,
-        // and terms with a subnormal operand, which a device may flush to zero whole.
-        let floor = 2.0 * k * dtype.smallest_normal() + self.subnormal_slack;
+        // terms with a subnormal operand, which a device may flush to zero whole, and each
+        // pass's rounding of C near zero.
+        let mut floor = 2.0 * k * p.accumulate.smallest_normal() + self.subnormal_slack;
+        if p.output != p.accumulate {
+            floor += passes * p.output.smallest_normal();
+        }
         Some((factor, floor))
     }
 
-    /// Compares `c` (row-major, the problem's m×n) with the reference.
-    pub fn check(&self, c: &[f32]) -> Result<Verification> {
+    /// Compares `c` (C's buffer) with the reference, for a result computed in one pass.
+    pub fn check(&self, c: &HostData) -> Result<Verification> {
+        self.check_passes(c, 1)
+    }
+
+    /// Compares `c` with the reference, for a result whose K was summed in `passes` launches.
+    pub fn check_passes(&self, c: &HostData, passes: usize) -> Result<Verification> {
         Ok(self
-            .check_all(&[c])?
+            .check_all(&[c], passes)?
             .pop()
             .expect("one verification per result"))
     }
 
     /// Compares each of `results` with the reference, in one pass over it.
-    pub fn check_all(&self, results: &[&[f32]]) -> Result<Vec<Verification>> {
-        let (factor, floor) = self.bound().unwrap_or((0.0, 0.0));
-        let dtype = self.problem.dtype;
+    pub fn check_all(&self, results: &[&HostData], passes: usize) -> Result<Vec<Verification>> {
+        let bound = self.bound_for(passes);
+        let (factor, floor) = bound.unwrap_or((0.0, 0.0));
+        let p = self.problem.precision;
+        // Exact results need every partial sum and C itself exact: the coarser type decides.
+        let coarse = if p.output.significand_bits() < p.accumulate.significand_bits() {
+            p.output
+        } else {
+            p.accumulate
+        };
         let rule = Rule {
             factor,
             floor,
-            meaningful: self.bound().is_some(),
-            integer_inputs: self.integer_inputs,
-            exact_limit: dtype.exact_integer_limit(),
-            range: dtype.largest(),
-            u: dtype.unit_roundoff(),
+            meaningful: bound.is_some(),
+            integer_inputs: self.integer_data,
+            exact_limit: coarse.exact_integer_limit(),
+            range: p.output.largest().min(p.accumulate.largest()),
+            u: coarse.unit_roundoff(),
         };
         let mut tallies: Vec<Tally> = results
             .iter()
-            .map(|c| Tally::new(self, c.len() == self.problem.c_len()))
+            .map(|c| {
+                let right = c.len() >= self.problem.c_len() && c.dtype() == p.output;
+                Tally::new(self, right, bound)
+            })
             .collect();
         let (m, n) = (self.problem.m, self.problem.n);
-        let mut compare = |rows: std::ops::Range<usize>,
+        let block = self.plan.block;
+        let mut got = host::zeros(block.rows * block.cols, "a block of C in f64")?;
+        let desc = self.problem.c;
+        let mut compare = |batch: usize,
+                           rows: std::ops::Range<usize>,
                            cols: std::ops::Range<usize>,
                            want: &[f64],
                            magnitude: &[f64],
                            ld: usize| {
+            let w = cols.len();
             for (tally, c) in tallies.iter_mut().zip(results) {
                 if !tally.v.right_length {
                     continue;
                 }
-                // Full-width blocks are contiguous in C too: one pass, no per-row overhead
-                // (which dominated for a C of one column).
-                let (runs, width) = if cols.len() == n && ld == n {
-                    (1, rows.len() * n)
-                } else {
-                    (rows.len(), cols.len())
-                };
-                for run in 0..runs {
-                    let at = (rows.start + run) * n + cols.start;
-                    let from = run * ld;
-                    let entries = c[at..at + width]
-                        .iter()
-                        .zip(&want[from..from + width])
-                        .zip(&magnitude[from..from + width]);
-                    for (offset, ((&got, &want), &mag)) in entries.enumerate() {
-                        tally.entry(&rule, at + offset, got, want, mag);
+                crate::with_data!(c, v => gather(v, &desc, batch, rows.clone(), cols.clone(), &mut got));
+                for (r, i) in rows.clone().enumerate() {
+                    for (q, j) in cols.clone().enumerate() {
+                        let at = r * ld + q;
+                        tally.entry(&rule, (batch, i, j), got[r * w + q], want[at], magnitude[at]);
                     }
                 }
             }
         };
         match &self.whole {
-            Some((want, magnitude)) => compare(0..m, 0..n, want, magnitude, n),
+            Some((want, magnitude)) => {
+                for batch in 0..self.problem.batch {
+                    for i0 in (0..m).step_by(block.rows) {
+                        let rows = i0..(i0 + block.rows).min(m);
+                        for j0 in (0..n).step_by(block.cols) {
+                            let cols = j0..(j0 + block.cols).min(n);
+                            let at = batch * m * n + i0 * n + j0;
+                            compare(batch, rows.clone(), cols, &want[at..], &magnitude[at..], n);
+                        }
+                    }
+                }
+            }
             None => {
-                let block = self.plan.block;
                 let mut scratch = Scratch::new(&block)?;
                 let mut want = host::zeros(block.rows * block.cols, "a block of the reference")?;
-                let mut magnitude = host::zeros(block.rows * block.cols, "a block of |A|·|B|")?;
-                for i0 in (0..m).step_by(block.rows) {
-                    for j0 in (0..n).step_by(block.cols) {
-                        let rows = i0..(i0 + block.rows).min(m);
-                        let cols = j0..(j0 + block.cols).min(n);
-                        let ld = cols.len();
-                        self.compute_block(
-                            rows.clone(),
-                            cols.clone(),
-                            (&mut want, &mut magnitude),
-                            ld,
-                            &mut scratch,
-                        );
-                        compare(rows, cols, &want, &magnitude, ld);
+                let mut magnitude = host::zeros(block.rows * block.cols, "a block of magnitudes")?;
+                for batch in 0..self.problem.batch {
+                    for i0 in (0..m).step_by(block.rows) {
+                        for j0 in (0..n).step_by(block.cols) {
+                            let rows = i0..(i0 + block.rows).min(m);
+                            let cols = j0..(j0 + block.cols).min(n);
+                            let ld = cols.len();
+                            self.compute_block(
+                                batch,
+                                rows.clone(),
+                                cols.clone(),
+                                (&mut want, &mut magnitude),
+                                ld,
+                                &mut scratch,
+                            );
+                            compare(batch, rows, cols, &want, &magnitude, ld);
+                        }
                     }
                 }
             }
@@ -392,17 +467,19 @@ impl<'a> Reference<'a> {
         Ok(tallies.into_iter().map(Tally::finish).collect())
     }
 
-    /// Writes the f64 product and |A|·|B| of rows × cols into `out` (row stride `ld`), over K
-    /// in blocks of A and B converted to f64 in `scratch`.
+    /// Writes α·A·B + β·C₀ and |α|·|A|·|B| + |β|·|C₀| of rows × cols of batch entry `batch`
+    /// into `out` (row stride `ld`), over K in blocks of A and B converted to f64 in `scratch`.
     fn compute_block(
         &self,
+        batch: usize,
         rows: std::ops::Range<usize>,
         cols: std::ops::Range<usize>,
         out: (&mut [f64], &mut [f64]),
         ld: usize,
         scratch: &mut Scratch,
     ) {
-        let (k, n) = (self.problem.k, self.problem.n);
+        let p = &self.problem;
+        let k = p.k;
         let (r, w) = (rows.len(), cols.len());
         let (c_out, mag_out) = out;
         // The last row of the block ends at (r − 1)·ld + w.
@@ -410,20 +487,12 @@ impl<'a> Reference<'a> {
         assert!(c_out.len() >= needed && mag_out.len() >= needed);
         for k0 in (0..k).step_by(scratch.depth) {
             let d = scratch.depth.min(k - k0);
-            for (bi, i) in rows.clone().enumerate() {
-                let src = &self.a[i * k + k0..i * k + k0 + d];
-                for (l, &x) in src.iter().enumerate() {
-                    scratch.a[bi * d + l] = f64::from(x);
-                    scratch.abs_a[bi * d + l] = f64::from(x.abs());
-                }
-            }
-            for l in 0..d {
-                let src = &self.b[(k0 + l) * n + cols.start..(k0 + l) * n + cols.end];
-                for (j, &x) in src.iter().enumerate() {
-                    scratch.b[l * w + j] = f64::from(x);
-                    scratch.abs_b[l * w + j] = f64::from(x.abs());
-                }
-            }
+            crate::with_data!(self.a, v => widen(
+                v, &p.a, batch, rows.clone(), k0..k0 + d, &mut scratch.a, &mut scratch.abs_a,
+            ));
+            crate::with_data!(self.b, v => widen(
+                v, &p.b, batch, k0..k0 + d, cols.clone(), &mut scratch.b, &mut scratch.abs_b,
+            ));
             for (dst, lhs, rhs) in [
                 (&mut *c_out, &scratch.a, &scratch.b),
                 (&mut *mag_out, &scratch.abs_a, &scratch.abs_b),
@@ -456,6 +525,85 @@ impl<'a> Reference<'a> {
                 }
             }
         }
+        // The scalars, applied once in f64 (the bound counts their rounding).
+        let (alpha, beta) = (p.alpha, p.beta);
+        for q in 0..r {
+            let row = &mut c_out[q * ld..q * ld + w];
+            let mag = &mut mag_out[q * ld..q * ld + w];
+            for (j, (x, s)) in row.iter_mut().zip(mag.iter_mut()).enumerate() {
+                *x *= alpha;
+                *s *= alpha.abs();
+                if let Some(c0) = self.c0 {
+                    let y = c0.get(p.c.index(batch, rows.start + q, cols.start + j));
+                    *x += beta * y;
+                    *s += (beta * y).abs();
+                }
+            }
+        }
+    }
+}
+
+/// What the reference needs to know of an operand's values.
+#[derive(Clone, Copy)]
+struct Stats {
+    integer: bool,
+    subnormal: bool,
+    largest: f64,
+}
+
+impl Stats {
+    fn of<T: Element>(v: &[T]) -> Stats {
+        let mut s = Stats {
+            integer: true,
+            subnormal: false,
+            largest: 0.0,
+        };
+        for x in v.iter().map(|x| x.to_f64()) {
+            s.integer &= x.is_finite() && x.trunc() == x;
+            if x.is_finite() {
+                s.largest = s.largest.max(x.abs());
+                s.subnormal |= x != 0.0 && x.abs() < T::DTYPE.smallest_normal();
+            }
+        }
+        s
+    }
+}
+
+/// rows × cols of batch entry `batch` of the view `desc` of `src`, as f64 values and
+/// magnitudes, row-major.
+fn widen<T: Element>(
+    src: &[T],
+    desc: &MatrixDesc,
+    batch: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    values: &mut [f64],
+    magnitudes: &mut [f64],
+) {
+    let w = cols.len();
+    for (r, i) in rows.enumerate() {
+        for (q, j) in cols.clone().enumerate() {
+            let x = src[desc.index(batch, i, j)].to_f64();
+            values[r * w + q] = x;
+            magnitudes[r * w + q] = x.abs();
+        }
+    }
+}
+
+/// rows × cols of batch entry `batch` of C's view `desc`, as f64, row-major.
+fn gather<T: Element>(
+    src: &[T],
+    desc: &MatrixDesc,
+    batch: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    out: &mut [f64],
+) {
+    let w = cols.len();
+    for (r, i) in rows.enumerate() {
+        for (q, j) in cols.clone().enumerate() {
+            out[r * w + q] = src[desc.index(batch, i, j)].to_f64();
+        }
     }
 }
 
@@ -486,14 +634,13 @@ impl Scratch {
 struct Tally {
     v: Verification,
     worst_severity: f64,
-    /// C's columns, to locate a failure.
-    cols: usize,
 }
 
 impl Tally {
-    fn new(reference: &Reference, right_length: bool) -> Self {
+    fn new(reference: &Reference, right_length: bool, bound: Option<(f64, f64)>) -> Self {
         let k = reference.problem.k as f64;
-        let (factor, floor) = reference.bound().unwrap_or((0.0, 0.0));
+        let (factor, floor) = bound.unwrap_or((0.0, 0.0));
+        let entries = reference.problem.c_entries();
         Tally {
             v: Verification {
                 reference: reference.plan.mode,
@@ -501,9 +648,9 @@ impl Tally {
                 max_rel_err: 0.0,
                 bound_factor: factor,
                 bound_floor: floor,
-                bound_meaningful: reference.bound().is_some(),
-                entries: reference.problem.c_len(),
-                integer_inputs: reference.integer_inputs,
+                bound_meaningful: bound.is_some(),
+                entries,
+                integer_inputs: reference.integer_data,
                 exact_entries: 0,
                 bound_entries: 0,
                 unverifiable_entries: 0,
@@ -517,24 +664,19 @@ impl Tally {
                 subnormal_inputs: reference.subnormal_slack > 0.0,
                 overflow_entries: 0,
                 range_failures: 0,
-                failures: if right_length {
-                    0
-                } else {
-                    reference.problem.c_len()
-                },
+                failures: if right_length { 0 } else { entries },
                 worst_failure: None,
+                worst_failure_batch: 0,
                 right_length,
                 pass: false,
             },
             worst_severity: 0.0,
-            cols: reference.problem.n,
         }
     }
 
-    /// Checks C's entry at flat (row-major) index `at`.
-    fn entry(&mut self, rule: &Rule, at: usize, got: f32, want: f64, mag: f64) {
+    /// Checks C's entry (batch, row, column).
+    fn entry(&mut self, rule: &Rule, at: (usize, usize, usize), got: f64, want: f64, mag: f64) {
         let v = &mut self.v;
-        let got = f64::from(got);
         let err = if got == want || (got.is_nan() && want.is_nan()) {
             0.0
         } else {
@@ -591,7 +733,8 @@ impl Tally {
             v.range_failures += usize::from(finite && !in_range);
             if v.worst_failure.is_none() || severity > self.worst_severity {
                 self.worst_severity = severity;
-                v.worst_failure = Some((at / self.cols, at % self.cols, got, want));
+                v.worst_failure = Some((at.1, at.2, got, want));
+                v.worst_failure_batch = at.0;
             }
         }
     }
@@ -620,8 +763,15 @@ mod tests {
         Problem::new(m, k, n).unwrap()
     }
 
+    fn data(v: &[f32]) -> HostData {
+        HostData::F32(v.to_vec())
+    }
+
     fn check(p: &Problem, a: &[f32], b: &[f32], c: &[f32]) -> Verification {
-        Reference::new(p, a, b).unwrap().check(c).unwrap()
+        Reference::new(p, &data(a), &data(b), None)
+            .unwrap()
+            .check(&data(c))
+            .unwrap()
     }
 
     /// A plan that forces the reference into blocks of `side` (rows, columns and depth).

@@ -69,6 +69,7 @@ fn describe(index: usize) -> Result<DeviceInfo> {
             max_buffer_bytes: total,
             memory_bytes: Some(total),
         },
+        types: Default::default(),
     })
 }
 
@@ -109,5 +110,5 @@ pub fn open(index: Option<usize>) -> Result<Session<CudaRuntime>> {
     }
     let info = describe(index)?;
     let client = CudaRuntime::client(&CudaDevice::new(index));
-    Ok(Session::new(client, info))
+    Ok(Session::new(client, info, true))
 }

@@ -84,8 +84,9 @@ pub fn open(index: Option<usize>) -> Result<Session<HipRuntime>> {
             max_buffer_bytes: props.memory.max_page_size,
             memory_bytes: total_memory(index),
         },
+        types: Default::default(),
     };
-    Ok(Session::new(client, info))
+    Ok(Session::new(client, info, true))
 }
 
 /// The memory of HIP device `index`, if the runtime tells.

@@ -14,8 +14,9 @@ use serde::Serialize;
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::gpu::{GpuRun, Session};
-use crate::plan::Plan;
+use crate::element::HostData;
+use crate::gpu::{DeviceMatrix, GpuRun, Session};
+use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
 
 #[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "hip")))]
@@ -157,14 +158,62 @@ impl GpuSession {
         with_session!(self, s => s.has_device_timestamps())
     }
 
-    /// Compiles `plan`'s kernel and returns how long that took; see [`Session::compile`].
-    pub fn compile(&self, plan: &Plan) -> Result<std::time::Duration> {
-        with_session!(self, s => s.compile(plan))
+    /// Compiles `plan`'s kernel for `problem`'s precision and layouts, and returns how long
+    /// that took; see [`Session::compile`].
+    pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<std::time::Duration> {
+        with_session!(self, s => s.compile(plan, problem))
     }
 
-    /// C = A·B with `plan`; see [`Session::matmul`].
-    pub fn matmul(&self, problem: &Problem, plan: &Plan, a: &[f32], b: &[f32]) -> Result<GpuRun> {
-        with_session!(self, s => s.matmul(problem, plan, a, b))
+    /// C = α·A·B + β·C with `plan`, uploaded, run and downloaded; see [`Session::gemm`].
+    pub fn gemm(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        with_session!(self, s => s.gemm(problem, plan, a, b, c0))
+    }
+
+    /// Copies an input to the device; see [`Session::upload`].
+    pub fn upload(&self, data: &HostData) -> Result<DeviceMatrix> {
+        with_session!(self, s => s.upload(data))
+    }
+
+    /// C's buffer on the device; see [`Session::output`].
+    pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
+        with_session!(self, s => s.output(problem, c0))
+    }
+
+    /// Enqueues the product on resident matrices; see [`Session::enqueue`].
+    pub fn enqueue(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        with_session!(self, s => s.enqueue(problem, plan, a, b, c))
+    }
+
+    /// C back on the host; see [`Session::download`].
+    pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
+        with_session!(self, s => s.download(c))
+    }
+
+    /// The device's time for the work `work` enqueues; see [`Session::profile`].
+    pub fn profile(
+        &self,
+        work: impl FnOnce() -> Result<()> + Send,
+    ) -> Result<std::time::Duration> {
+        with_session!(self, s => s.profile(work))
+    }
+
+    /// Waits until the device is idle.
+    pub fn sync(&self) -> Result<()> {
+        with_session!(self, s => s.sync())
     }
 }
 

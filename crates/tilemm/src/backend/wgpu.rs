@@ -69,6 +69,7 @@ fn describe_with_limits(
             max_buffer_bytes: limits.max_buffer_size,
             memory_bytes: None,
         },
+        types: Default::default(),
     }
 }
 
@@ -138,7 +139,7 @@ pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
         backend,
     };
     let device = init_device(setup, RuntimeOptions::default());
-    Ok(Session::new(WgpuRuntime::client(&device), info))
+    Ok(Session::new(WgpuRuntime::client(&device), info, false))
 }
 
 /// The index of the adapter to use by default: the first of the most preferred kind.

@@ -175,7 +175,7 @@ pub(super) fn check(
     let waves = value("Occupancy [waves/SIMD]:")? as u32;
     let static_lds = value("LDS Size [bytes/block]:")?;
     let threads = plan.threads_per_block();
-    let dynamic_lds = plan.shared_bytes(crate::problem::DType::F32) as u64;
+    let dynamic_lds = plan.shared_bytes(crate::problem::Precision::F32) as u64;
     let (occupancy, limit) = amd_occupancy(arch, threads, waves, static_lds + dynamic_lds);
     Ok(ResourceUsage {
         plan: *plan,

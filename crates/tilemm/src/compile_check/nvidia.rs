@@ -112,7 +112,7 @@ pub(super) fn check(
         + number_before(&log, " bytes spill loads").unwrap_or(0);
     let static_shared = number_before(&log, " bytes smem").unwrap_or(0);
     let shape_threads = plan.threads_per_block();
-    let dynamic_shared = plan.shared_bytes(crate::problem::DType::F32) as u64;
+    let dynamic_shared = plan.shared_bytes(crate::problem::Precision::F32) as u64;
     let (warps, limit) = nvidia_occupancy(
         arch,
         shape_threads,

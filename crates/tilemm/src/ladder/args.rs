@@ -1,0 +1,160 @@
+//! What every rung's kernel takes besides its configuration, and the `#[cube]` pieces they
+//! share: strided loads and the α/β epilogue.
+//!
+//! Every rung has the same runtime signature, `(a, b, c, a_view, b_view, c_view, dims, alpha,
+//! beta)`, followed by its own comptime configuration, so that launching, emitting and
+//! compile-checking a rung need no argument list of its own.
+
+use cubecl::prelude::*;
+
+use crate::problem::{MatrixDesc, Problem};
+
+/// Where one operand's elements are: element (i, j) of batch entry b is at
+/// `offset + b·batch_stride + i·row_stride + j·col_stride` (all 32-bit: the plan refuses
+/// buffers of 2³² elements or more).
+#[derive(CubeType, CubeLaunch, Clone, Copy)]
+pub struct View {
+    /// Index of (0, 0) of the first matrix.
+    pub offset: u32,
+    /// Elements between rows.
+    pub row_stride: u32,
+    /// Elements between columns.
+    pub col_stride: u32,
+    /// Elements between matrices of the batch (0: broadcast).
+    pub batch_stride: u32,
+}
+
+/// The product's sizes and what this launch covers of it.
+#[derive(CubeType, CubeLaunch, Clone, Copy)]
+pub struct Dims {
+    /// Rows of A and C.
+    pub m: u32,
+    /// Columns of B and C.
+    pub n: u32,
+    /// First index of K this launch sums over.
+    pub k_begin: u32,
+    /// One past the last.
+    pub k_end: u32,
+    /// Batch entry of the grid's z = 0 (batches beyond the grid's z limit take more launches).
+    pub batch_begin: u32,
+}
+
+/// Element (i, j) of batch entry `batch` of `view`.
+#[cube]
+pub fn at(view: &View, batch: u32, i: u32, j: u32) -> usize {
+    (view.offset + batch * view.batch_stride + i * view.row_stride + j * view.col_stride) as usize
+}
+
+/// An input element, widened to the accumulator's type. With `packed_bf16` the buffer holds
+/// bf16 values two to a u32 (for devices without a bf16 type); its bits, shifted into the high
+/// half of an f32, are that f32 exactly.
+#[cube]
+pub fn load<I: CubePrimitive, A: Float>(
+    buffer: &Array<I>,
+    index: usize,
+    #[comptime] packed_bf16: bool,
+) -> A {
+    if comptime!(packed_bf16) {
+        let word = u32::cast_from(buffer[index / 2]);
+        let bits = if index % 2 == 0 {
+            word << 16
+        } else {
+            (word >> 16) << 16
+        };
+        A::cast_from(f32::reinterpret(bits))
+    } else {
+        A::cast_from(buffer[index])
+    }
+}
+
+/// Writes α·acc + β·C to entry `index` of C. With β = 0, C is not read, so whatever it held (an
+/// uninitialised NaN included) does not reach the result.
+#[cube]
+pub fn store<A: Float, O: Float>(c: &mut Array<O>, index: usize, acc: A, alpha: A, beta: A) {
+    let mut out = alpha * acc;
+    if beta != A::new(0.0) {
+        out += beta * A::cast_from(c[index]);
+    }
+    c[index] = O::cast_from(out);
+}
+
+/// The kernel arguments of one launch, ready to pass.
+pub(crate) struct Args {
+    /// A, B, C.
+    pub views: [MatrixDesc; 3],
+    /// Sizes and ranges.
+    pub m: u32,
+    /// Columns of C.
+    pub n: u32,
+    /// The slab of K.
+    pub k_range: (u32, u32),
+    /// The first batch entry of this launch.
+    pub batch_begin: u32,
+    /// α.
+    pub alpha: f64,
+    /// β for this launch (1 for the slabs after the first, which continue the sum in C).
+    pub beta: f64,
+}
+
+impl Args {
+    pub(crate) fn new(problem: &Problem) -> Self {
+        Args {
+            views: [problem.a, problem.b, problem.c],
+            m: problem.m as u32,
+            n: problem.n as u32,
+            k_range: (0, problem.k as u32),
+            batch_begin: 0,
+            alpha: problem.alpha,
+            beta: problem.beta,
+        }
+    }
+
+    /// The view of operand `which` (0: A, 1: B, 2: C), as the kernel takes it.
+    pub(crate) fn view<R: Runtime>(&self, which: usize) -> ViewLaunch<R> {
+        let d = &self.views[which];
+        ViewLaunch::new(
+            d.offset as u32,
+            d.row_stride as u32,
+            d.col_stride as u32,
+            d.batch_stride as u32,
+        )
+    }
+
+    /// The sizes, as the kernel takes them.
+    pub(crate) fn dims<R: Runtime>(&self) -> DimsLaunch<R> {
+        DimsLaunch::new(
+            self.m,
+            self.n,
+            self.k_range.0,
+            self.k_range.1,
+            self.batch_begin,
+        )
+    }
+}
+
+/// `x` (finite, already rounded to the accumulator by the problem) as the kernel's scalar type.
+pub(crate) fn scalar<A: num_traits::NumCast>(x: f64) -> A {
+    num_traits::NumCast::from(x).expect("finite scalars convert to the accumulator's type")
+}
+
+/// The compilation arguments of the shared signature, for building a kernel's IR without a
+/// device (`emit`, the compile check).
+pub(crate) fn view_compilation() -> ViewCompilationArg {
+    ViewCompilationArg {
+        offset: (),
+        row_stride: (),
+        col_stride: (),
+        batch_stride: (),
+    }
+}
+
+/// See [`view_compilation`].
+pub(crate) fn dims_compilation() -> DimsCompilationArg {
+    DimsCompilationArg {
+        m: (),
+        n: (),
+        k_begin: (),
+        k_end: (),
+        batch_begin: (),
+    }
+}

@@ -1,0 +1,340 @@
+//! The kernel ladder: one file per rung, each a [`Rung`], and the registry that lists them.
+//!
+//! Everything that names kernels (the CLI's `--kernel`, its help and defaults, `bench`, `emit`,
+//! the compile check, the kernel tests) reads [`Kernel::ALL`] and [`Config`]. Adding a rung is
+//! its file plus one line in [`registry!`]'s invocation below.
+
+// CubeCL's derives generate undocumented items next to the documented ones.
+#[allow(missing_docs)]
+pub mod args;
+
+use std::fmt;
+use std::str::FromStr;
+
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use serde::Serialize;
+
+use crate::problem::Problem;
+use args::Args;
+
+/// A rung of the ladder: a kernel and the configurations it runs in.
+///
+/// Every rung takes the shared runtime signature of [`args`] and honours the whole contract:
+/// strided and batched views, α and β, every precision.
+pub trait Rung {
+    /// Its name on the command line and in reports.
+    const NAME: &'static str;
+    /// One line on the technique it adds.
+    const ABOUT: &'static str;
+    /// Its configuration: one small value, shown and parsed as `key=value,...`.
+    type Config: Copy + fmt::Debug + PartialEq + Eq + std::hash::Hash + Serialize + Send + Sync;
+
+    /// Every configuration it can be built in.
+    fn configs() -> Vec<Self::Config>;
+    /// The configuration used when none is given.
+    fn default_config() -> Self::Config;
+    /// A configuration from its text (what [`Rung::show`] writes).
+    fn parse(text: &str) -> Result<Self::Config, String>;
+    /// The configuration as text.
+    fn show(config: &Self::Config) -> String;
+    /// Block, grid and resources of a launch over `problem` (canonical).
+    fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
+    /// Enqueues one launch. `I` is the input buffers' element type (u32 for packed bf16), `A`
+    /// the accumulator's and `O` C's.
+    fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
+        config: &Self::Config,
+        launch: Launch<'_, R>,
+        packed_bf16: bool,
+    );
+    /// Builds the kernel's IR into `kernel`'s scope, for `emit` and the compile check.
+    fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+        config: &Self::Config,
+        kernel: Expand,
+        packed_bf16: bool,
+    ) -> CubeDim;
+}
+
+/// One launch of a rung, as [`Rung::launch`] receives it.
+pub struct Launch<'a, R: Runtime> {
+    /// The device.
+    pub client: &'a ComputeClient<R>,
+    /// The grid.
+    pub count: CubeCount,
+    /// A, B and C.
+    pub buffers: [ArrayArg<R>; 3],
+    /// The shared arguments.
+    pub(crate) args: &'a Args,
+}
+
+/// The IR under construction, as [`Rung::expand`] receives it.
+pub struct Expand<'a> {
+    builder: &'a mut KernelBuilder,
+}
+
+/// The shared signature's arguments, registered in a kernel's IR.
+pub(crate) struct Typed<'a, I: CubePrimitive, A: Float + CubeElement, O: Float> {
+    pub scope: &'a mut Scope,
+    pub a: <Array<I> as CubeType>::ExpandType,
+    pub b: <Array<I> as CubeType>::ExpandType,
+    pub c: <Array<O> as CubeType>::ExpandType,
+    pub views: [<args::View as CubeType>::ExpandType; 3],
+    pub dims: <args::Dims as CubeType>::ExpandType,
+    pub alpha: <A as CubeType>::ExpandType,
+    pub beta: <A as CubeType>::ExpandType,
+}
+
+impl<'a> Expand<'a> {
+    /// Registers the shared signature's arguments, in order.
+    pub(crate) fn typed<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+        self,
+    ) -> Typed<'a, I, A, O> {
+        let builder = self.builder;
+        let array = ArrayCompilationArg { inplace: None };
+        let a = <Array<I> as LaunchArg>::expand(&array, builder);
+        let b = <Array<I> as LaunchArg>::expand(&array, builder);
+        let c = <Array<O> as LaunchArg>::expand_output(&array, builder);
+        let views = [(); 3].map(|_| <args::View as LaunchArg>::expand(&args::view_compilation(), builder));
+        let dims = <args::Dims as LaunchArg>::expand(&args::dims_compilation(), builder);
+        let alpha = <A as LaunchArg>::expand(&(), builder);
+        let beta = <A as LaunchArg>::expand(&(), builder);
+        Typed {
+            scope: &mut builder.scope,
+            a,
+            b,
+            c,
+            views,
+            dims,
+            alpha,
+            beta,
+        }
+    }
+}
+
+/// Grid, block and resources of one launch, as a report shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LaunchShape {
+    /// Cubes (blocks, workgroups) along x (columns of C), y (rows of C) and z (the batch).
+    pub grid: [u32; 3],
+    /// Units (threads) per cube along x, y and z.
+    pub block: [u32; 3],
+    /// Shared memory per cube, in bytes.
+    pub shared_bytes: usize,
+    /// Elements of K a unit consumes per iteration of its loop.
+    pub k_per_trip: u32,
+}
+
+/// A square block of TPB×TPB units, one entry of C each: the naive and tiled rungs' layout.
+#[derive(Clone, Copy, Debug)]
+pub struct SquareBlock(pub u32);
+
+impl SquareBlock {
+    /// The sides the rungs are built for.
+    pub const SIDES: [u32; 3] = [8, 16, 32];
+    /// The example's side.
+    pub const DEFAULT: u32 = 16;
+
+    /// `tpb=N` with N one of [`SquareBlock::SIDES`].
+    pub fn parse(text: &str) -> Result<u32, String> {
+        let value = text
+            .strip_prefix("tpb=")
+            .ok_or_else(|| format!("expected tpb=N, not '{text}'"))?;
+        value
+            .parse()
+            .ok()
+            .filter(|t| Self::SIDES.contains(t))
+            .ok_or_else(|| format!("unsupported tile size tpb={value}: choose 8, 16 or 32"))
+    }
+
+    /// The launch: one unit per entry of C, the batch along z.
+    pub fn shape(self, problem: &Problem, shared_bytes: usize, k_per_trip: u32) -> LaunchShape {
+        let tiles = |len: usize| len.div_ceil(self.0 as usize).min(u32::MAX as usize) as u32;
+        LaunchShape {
+            grid: [tiles(problem.n), tiles(problem.m), problem.batch.min(u32::MAX as usize) as u32],
+            block: [self.0, self.0, 1],
+            shared_bytes,
+            k_per_trip,
+        }
+    }
+}
+
+/// Declares the rungs: `module::Type => Variant`, in ladder order.
+macro_rules! registry {
+    ($($module:ident :: $rung:ident => $variant:ident),* $(,)?) => {
+        // The `#[cube]` kernels generate undocumented modules and launch functions.
+        $(#[allow(missing_docs)] pub mod $module;)*
+
+        /// The rungs of the ladder, from the bottom up.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum Kernel {
+            $(
+                #[doc = concat!("See [`", stringify!($module), "::", stringify!($rung), "`].")]
+                $variant,
+            )*
+        }
+
+        impl Kernel {
+            /// Every rung, in ladder order.
+            pub const ALL: &'static [Kernel] = &[$(Kernel::$variant),*];
+
+            /// The rung's name.
+            pub fn name(self) -> &'static str {
+                match self { $(Kernel::$variant => <$module::$rung as Rung>::NAME,)* }
+            }
+
+            /// One line on the rung's technique.
+            pub fn about(self) -> &'static str {
+                match self { $(Kernel::$variant => <$module::$rung as Rung>::ABOUT,)* }
+            }
+
+            /// The configuration used when none is given.
+            pub fn default_config(self) -> Config {
+                match self {
+                    $(Kernel::$variant => Config::$variant(<$module::$rung as Rung>::default_config()),)*
+                }
+            }
+
+            /// Every configuration the rung can be built in.
+            pub fn configs(self) -> Vec<Config> {
+                match self {
+                    $(Kernel::$variant => <$module::$rung as Rung>::configs()
+                        .into_iter().map(Config::$variant).collect(),)*
+                }
+            }
+
+            /// The rung's configuration from its text.
+            pub fn parse_config(self, text: &str) -> Result<Config, String> {
+                match self {
+                    $(Kernel::$variant => <$module::$rung as Rung>::parse(text).map(Config::$variant),)*
+                }
+            }
+        }
+
+        /// A rung and its configuration.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        pub enum Config {
+            $(
+                #[doc = concat!("[`", stringify!($module), "::", stringify!($rung), "`].")]
+                $variant(<$module::$rung as Rung>::Config),
+            )*
+        }
+
+        impl Config {
+            /// The rung.
+            pub fn kernel(&self) -> Kernel {
+                match self { $(Config::$variant(_) => Kernel::$variant,)* }
+            }
+
+            /// The configuration's text, without the rung's name.
+            pub fn settings(&self) -> String {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::show(c),)* }
+            }
+
+            /// The launch over `problem` (canonical).
+            pub fn shape(&self, problem: &Problem) -> LaunchShape {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::shape(c, problem),)* }
+            }
+
+            pub(crate) fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
+                &self,
+                launch: Launch<'_, R>,
+                packed_bf16: bool,
+            ) {
+                match self {
+                    $(Config::$variant(c) =>
+                        <$module::$rung as Rung>::launch::<R, I, A, O>(c, launch, packed_bf16),)*
+                }
+            }
+
+            pub(crate) fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+                &self,
+                builder: &mut KernelBuilder,
+                packed_bf16: bool,
+            ) -> CubeDim {
+                let kernel = Expand { builder };
+                match self {
+                    $(Config::$variant(c) =>
+                        <$module::$rung as Rung>::expand::<I, A, O>(c, kernel, packed_bf16),)*
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    naive::Naive => Naive,
+    tiled::Tiled => Tiled,
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Kernel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kernel::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Kernel::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown kernel '{s}' (choose one of: {})", names.join(", "))
+            })
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kernel(), self.settings())
+    }
+}
+
+impl FromStr for Config {
+    type Err = String;
+
+    /// `rung` (its default configuration) or `rung:settings`, e.g. `tiled:tpb=32`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once(':') {
+            Some((name, settings)) => name.parse::<Kernel>()?.parse_config(settings),
+            None => Ok(s.parse::<Kernel>()?.default_config()),
+        }
+    }
+}
+
+/// Enqueues one launch of `config` with the shared arguments `args`, typed as `problem`'s
+/// precision says. Handles hold the views' spans; the caller has checked the plan.
+pub(crate) fn launch_one<R: Runtime>(
+    client: &ComputeClient<R>,
+    config: &Config,
+    problem: &Problem,
+    handles: [(&Handle, usize); 3],
+    count: CubeCount,
+    args: &Args,
+    packed_bf16: bool,
+) {
+    use crate::problem::DType;
+    use half::{bf16, f16};
+    // SAFETY: lengths are the views' spans (the caller's contract).
+    let buffers = handles.map(|(h, len)| unsafe { ArrayArg::from_raw_parts(h.clone(), len) });
+    let launch = Launch {
+        client,
+        count,
+        buffers,
+        args,
+    };
+    let p = problem.precision;
+    match (p.input, p.output, packed_bf16) {
+        (DType::F32, _, _) => config.launch::<R, f32, f32, f32>(launch, false),
+        (DType::F64, _, _) => config.launch::<R, f64, f64, f64>(launch, false),
+        (DType::F16, DType::F16, _) => config.launch::<R, f16, f32, f16>(launch, false),
+        (DType::F16, _, _) => config.launch::<R, f16, f32, f32>(launch, false),
+        (DType::BF16, _, true) => config.launch::<R, u32, f32, f32>(launch, true),
+        (DType::BF16, DType::BF16, false) => config.launch::<R, bf16, f32, bf16>(launch, false),
+        (DType::BF16, _, false) => config.launch::<R, bf16, f32, f32>(launch, false),
+    }
+}

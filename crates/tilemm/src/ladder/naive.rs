@@ -1,0 +1,150 @@
+//! The example's `matmul`: one unit per element of C, operands read from global memory.
+//!
+//! Unlike the example, x runs along the columns of C, so neighbouring units of a warp write
+//! neighbouring elements of a row-major C, and the accumulator is the precision's (numba's
+//! `tmp = 0.` silently accumulated in f64).
+
+use cubecl::prelude::*;
+use serde::Serialize;
+
+use super::args::{at, load, store, Dims, View};
+use super::{LaunchShape, Rung, SquareBlock};
+use crate::problem::Problem;
+
+/// C = α·A·B + β·C over the slab `k_begin..k_end` of K, one unit per entry, batch entry
+/// `CUBE_POS_Z + batch_begin`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub fn naive_matmul<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+    a: &Array<I>,
+    b: &Array<I>,
+    c: &mut Array<O>,
+    va: View,
+    vb: View,
+    vc: View,
+    dims: Dims,
+    alpha: A,
+    beta: A,
+    #[comptime] packed_bf16: bool,
+) {
+    let col = ABSOLUTE_POS_X;
+    let row = ABSOLUTE_POS_Y;
+    let batch = CUBE_POS_Z + dims.batch_begin;
+    // The grid is rounded up to whole blocks; no barrier follows, so surplus units may skip.
+    if row < dims.m && col < dims.n {
+        let mut acc = A::new(0.0);
+        // Offsets hoisted out of the loop: CubeCL's WGSL re-reads scalars every iteration.
+        let a_row = at(&va, batch, row, dims.k_begin);
+        let b_col = at(&vb, batch, dims.k_begin, col);
+        let (a_step, b_step) = (va.col_stride as usize, vb.row_stride as usize);
+        // At most LOOP_TRIP_LIMIT iterations: the host splits K (Plan::k_slabs).
+        for i in 0..dims.k_end - dims.k_begin {
+            let l = i as usize;
+            let x = load::<I, A>(a, a_row + l * a_step, packed_bf16);
+            let y = load::<I, A>(b, b_col + l * b_step, packed_bf16);
+            acc += x * y;
+        }
+        store::<A, O>(c, at(&vc, batch, row, col), acc, alpha, beta);
+    }
+}
+
+/// The naive rung: a TPB×TPB block of units, one per entry of C.
+pub struct Naive;
+
+/// The naive rung's one setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct NaiveConfig {
+    /// Units per block along each axis.
+    pub tpb: u32,
+}
+
+impl Rung for Naive {
+    const NAME: &'static str = "naive";
+    const ABOUT: &'static str = "one unit per entry of C, operands read from global memory";
+    type Config = NaiveConfig;
+
+    fn configs() -> Vec<NaiveConfig> {
+        SquareBlock::SIDES.map(|tpb| NaiveConfig { tpb }).to_vec()
+    }
+
+    fn default_config() -> NaiveConfig {
+        NaiveConfig {
+            tpb: SquareBlock::DEFAULT,
+        }
+    }
+
+    fn parse(text: &str) -> Result<NaiveConfig, String> {
+        SquareBlock::parse(text).map(|tpb| NaiveConfig { tpb })
+    }
+
+    fn show(config: &NaiveConfig) -> String {
+        format!("tpb={}", config.tpb)
+    }
+
+    fn shape(config: &NaiveConfig, problem: &Problem) -> LaunchShape {
+        SquareBlock(config.tpb).shape(problem, 0, 1)
+    }
+
+    fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
+        config: &NaiveConfig,
+        launch: super::Launch<'_, R>,
+        packed_bf16: bool,
+    ) {
+        let super::Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, and every access is guarded by m, n and the slab's end.
+        unsafe {
+            naive_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_2d(config.tpb, config.tpb),
+                a,
+                b,
+                c,
+                args.view(0),
+                args.view(1),
+                args.view(2),
+                args.dims(),
+                super::args::scalar::<A>(args.alpha),
+                super::args::scalar::<A>(args.beta),
+                packed_bf16,
+            )
+        }
+    }
+
+    fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+        config: &NaiveConfig,
+        kernel: super::Expand,
+        packed_bf16: bool,
+    ) -> CubeDim {
+        let super::Typed {
+            scope,
+            a,
+            b,
+            c,
+            views: [va, vb, vc],
+            dims,
+            alpha,
+            beta,
+        } = kernel.typed::<I, A, O>();
+        naive_matmul::expand::<I, A, O>(
+            scope,
+            a,
+            b,
+            c,
+            va,
+            vb,
+            vc,
+            dims,
+            alpha,
+            beta,
+            packed_bf16,
+        );
+        CubeDim::new_2d(config.tpb, config.tpb)
+    }
+}
