@@ -620,10 +620,11 @@ mod tests {
     #[test]
     fn random_operands_are_seeded_signed_and_sized() {
         let p = Problem::new(7, 5, 3).unwrap();
-        let (a, b) = random_operands(&p, 42).unwrap();
+        let ops = random_operands(&p, 42).unwrap();
+        let (a, b) = (ops.a.as_slice::<f32>().unwrap(), ops.b.as_slice::<f32>().unwrap());
         assert_eq!((a.len(), b.len()), (35, 15));
-        assert_eq!(random_operands(&p, 42).unwrap(), (a.clone(), b));
-        assert_ne!(random_operands(&p, 43).unwrap().0, a);
+        assert_eq!(random_operands(&p, 42).unwrap(), ops);
+        assert_ne!(random_operands(&p, 43).unwrap().a, ops.a);
         assert!(a.iter().all(|x| (-1.0..1.0).contains(x)));
         assert!(a.iter().any(|&x| x < 0.0));
     }

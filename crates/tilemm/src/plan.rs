@@ -422,9 +422,8 @@ mod tests {
         // A and B are 8 GiB and C 4 GiB, each under every per-buffer limit; 20 GiB together.
         device.limits.memory_bytes = Some(20 << 30);
         let fits = Problem::new(32768, 65536, 32768).unwrap();
-        // Spans beyond 2³² elements are refused too, so only the memory check is compared.
+        assert!(plan.check(&fits, &device).is_ok());
         let err = |device: &DeviceInfo| plan.check(&fits, device).unwrap_err().to_string();
-        assert!(!err(&device).contains("device memory"), "{}", err(&device));
         device.limits.memory_bytes = Some((20 << 30) - 1);
         assert!(
             err(&device).contains("together") && err(&device).contains("device memory"),

@@ -1,19 +1,20 @@
 //! JIT compilation is measured on its own (its own test binary: a process whose kernel cache
 //! no other test has filled).
 
-use tilemm::{Backend, GpuSession, Kernel, Plan};
+use tilemm::{Backend, GpuSession, Kernel, Plan, Problem};
 
 #[test]
 fn compiling_is_measured_once_and_later_launches_reuse_the_kernel() {
     let gpu = GpuSession::open(Backend::Wgpu, None).unwrap_or_else(|e| {
         panic!("this test compiles a kernel on a wgpu device and found none: {e}")
     });
-    let plan = Plan::new(Kernel::Tiled, 16).unwrap();
-    let compile = gpu.compile(&plan).unwrap();
+    let plan = Plan::default_for(Kernel::Tiled);
+    let problem = Problem::new(64, 64, 64).unwrap();
+    let compile = gpu.compile(&plan, &problem).unwrap();
     // The second time, the kernel is cached: what remains is one tiny launch. Code generation
     // alone takes longer than that, so a "compile" time no longer than a cached launch would
     // mean compilation happened elsewhere, unmeasured.
-    let cached = (0..3).map(|_| gpu.compile(&plan).unwrap()).min().unwrap();
+    let cached = (0..3).map(|_| gpu.compile(&plan, &problem).unwrap()).min().unwrap();
     assert!(
         cached < compile,
         "first launch {compile:?}, cached launches at least {cached:?}"

@@ -7,9 +7,11 @@ use std::sync::OnceLock;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::backend::list_devices;
-use tilemm::plan::SUPPORTED_TPB;
 use tilemm::verify::Reference;
-use tilemm::{inputs, Backend, GpuSession, Kernel, Plan, Problem};
+use tilemm::{
+    inputs, Backend, DType, GpuSession, HostData, Kernel, MatrixDesc, Plan, Precision, Problem,
+    Shape,
+};
 
 fn gpu() -> &'static GpuSession {
     static GPU: OnceLock<GpuSession> = OnceLock::new();
@@ -42,7 +44,8 @@ fn integer_matrix(len: usize, rng: &mut StdRng) -> Vec<f32> {
         .collect()
 }
 
-/// The exact product of integer matrices, in i64: independent of every float code path.
+/// The exact product of dense row-major integer matrices, in i64: independent of every float
+/// code path.
 fn exact_product(p: &Problem, a: &[f32], b: &[f32]) -> Vec<f32> {
     let mut c = vec![0i64; p.m * p.n];
     for i in 0..p.m {
@@ -56,28 +59,43 @@ fn exact_product(p: &Problem, a: &[f32], b: &[f32]) -> Vec<f32> {
     c.into_iter().map(|v| v as f32).collect()
 }
 
+/// Every configuration of every rung: the registry decides what the tests cover.
+fn every_plan() -> Vec<Plan> {
+    Kernel::ALL
+        .iter()
+        .flat_map(|k| k.configs())
+        .map(Plan::new)
+        .collect()
+}
+
+fn f32s(data: &HostData) -> &[f32] {
+    data.as_slice::<f32>().expect("f32 data")
+}
+
 #[test]
 fn integer_inputs_give_the_exact_product() {
     // |entries| ≤ 8 and K ≤ 300: every partial sum is an integer below 2²⁴, exact in f32, so any
     // summation order must reproduce the exact product bit for bit.
     let mut rng = StdRng::seed_from_u64(7);
-    for kernel in Kernel::ALL {
-        for tpb in SUPPORTED_TPB {
-            let plan = Plan::new(kernel, tpb).unwrap();
-            for (m, k, n) in SHAPES {
-                let p = Problem::new(m, k, n).unwrap();
-                let a = integer_matrix(p.a_len(), &mut rng);
-                let b = integer_matrix(p.b_len(), &mut rng);
-                let run = gpu().matmul(&p, &plan, &a, &b).unwrap();
-                let expected = exact_product(&p, &a, &b);
-                let wrong = run.c.iter().zip(&expected).filter(|(x, y)| x != y).count();
-                assert_eq!(
-                    wrong,
-                    0,
-                    "{plan} on {m}×{k}×{n}: {wrong} of {} entries differ",
-                    p.c_len()
-                );
-            }
+    for plan in every_plan() {
+        for (m, k, n) in SHAPES {
+            let p = Problem::new(m, k, n).unwrap();
+            let a = integer_matrix(p.a_len(), &mut rng);
+            let b = integer_matrix(p.b_len(), &mut rng);
+            let expected = exact_product(&p, &a, &b);
+            let (a, b) = (HostData::F32(a), HostData::F32(b));
+            let run = gpu().gemm(&p, &plan, &a, &b, None).unwrap();
+            let wrong = f32s(&run.c)
+                .iter()
+                .zip(&expected)
+                .filter(|(x, y)| x != y)
+                .count();
+            assert_eq!(
+                wrong,
+                0,
+                "{plan} on {m}×{k}×{n}: {wrong} of {} entries differ",
+                p.c_len()
+            );
         }
     }
 }
@@ -91,55 +109,185 @@ fn k_beyond_the_drivers_loop_cap_gives_the_exact_product() {
     // shows.
     const DRIVER_LOOP_CAP: usize = 65535;
     let mut rng = StdRng::seed_from_u64(11);
-    for kernel in Kernel::ALL {
-        for tpb in SUPPORTED_TPB {
-            let plan = Plan::new(kernel, tpb).unwrap();
-            let k = (DRIVER_LOOP_CAP + 977) * plan.k_per_trip() as usize + 3;
-            let p = Problem::new(3, k, 2).unwrap();
-            assert!(plan.launch_shape(&p).unwrap().launches > 1, "{plan}: K={k}");
-            let mut ternary = |len: usize| -> Vec<f32> {
-                (0..len)
-                    .map(|_| rng.random_range(-1i32..=1) as f32)
-                    .collect()
-            };
-            let a = ternary(p.a_len());
-            let b = ternary(p.b_len());
-            let run = gpu().matmul(&p, &plan, &a, &b).unwrap();
-            assert_eq!(run.c, exact_product(&p, &a, &b), "{plan} with K = {k}");
-        }
+    for plan in every_plan() {
+        let probe = Problem::new(1, 1, 1).unwrap();
+        let per_trip = plan.config.shape(&probe).k_per_trip as usize;
+        let k = (DRIVER_LOOP_CAP + 977) * per_trip + 3;
+        let p = Problem::new(3, k, 2).unwrap();
+        let launches = plan.check(&p, gpu().info()).unwrap();
+        assert!(launches.k_slabs > 1, "{plan}: K={k}");
+        let mut ternary = |len: usize| -> Vec<f32> {
+            (0..len)
+                .map(|_| rng.random_range(-1i32..=1) as f32)
+                .collect()
+        };
+        let a = ternary(p.a_len());
+        let b = ternary(p.b_len());
+        let expected = exact_product(&p, &a, &b);
+        let run = gpu()
+            .gemm(&p, &plan, &HostData::F32(a), &HostData::F32(b), None)
+            .unwrap();
+        assert_eq!(f32s(&run.c), expected, "{plan} with K = {k}");
     }
 }
 
 #[test]
 fn signed_random_inputs_meet_the_k_aware_bound() {
-    for kernel in Kernel::ALL {
-        for tpb in SUPPORTED_TPB {
-            let plan = Plan::new(kernel, tpb).unwrap();
-            for (seed, (m, k, n)) in SHAPES.into_iter().chain([(300, 511, 257)]).enumerate() {
-                let p = Problem::new(m, k, n).unwrap();
-                let (a, b) = inputs::random_operands(&p, seed as u64).unwrap();
-                let run = gpu().matmul(&p, &plan, &a, &b).unwrap();
-                let check = Reference::new(&p, &a, &b).unwrap().check(&run.c).unwrap();
-                assert!(check.pass, "{plan} on {m}×{k}×{n}: {check:?}");
-                // A correct f32 kernel is far inside the worst-case bound; an error near it means
-                // precision was lost somewhere.
-                let ulps = check.err_in_ulps.unwrap();
-                assert!(
-                    ulps <= check.ulps_warning_level,
-                    "{plan} on {m}×{k}×{n}: error of {ulps} u·(|A|·|B|) exceeds 2√K"
-                );
-            }
+    for plan in every_plan() {
+        for (seed, (m, k, n)) in SHAPES.into_iter().chain([(300, 511, 257)]).enumerate() {
+            let p = Problem::new(m, k, n).unwrap();
+            let ops = inputs::random_operands(&p, seed as u64).unwrap();
+            let run = gpu().gemm(&p, &plan, &ops.a, &ops.b, None).unwrap();
+            let check = Reference::new(&p, &ops.a, &ops.b, None)
+                .unwrap()
+                .check(&run.c)
+                .unwrap();
+            assert!(check.pass, "{plan} on {m}×{k}×{n}: {check:?}");
+            // A correct f32 kernel is far inside the worst-case bound; an error near it means
+            // precision was lost somewhere.
+            let ulps = check.err_in_ulps.unwrap();
+            assert!(
+                ulps <= check.ulps_warning_level,
+                "{plan} on {m}×{k}×{n}: error of {ulps} u·(|A|·|B|) exceeds 2√K"
+            );
+        }
+    }
+}
+
+/// Problems that exercise the contract: transposes, batches with broadcast, α/β, padded and
+/// offset views, a column-major C, in every precision the device has.
+fn contract_problems() -> Vec<(String, Problem)> {
+    let mut out = Vec::new();
+    let base = Shape::new(37, 29, 23);
+    let mut precisions = vec![Precision::F32];
+    let types = gpu().info().types;
+    if types.f16 {
+        precisions.push(Precision::of(DType::F16));
+        precisions.push(Precision::new(DType::F16, DType::F32).unwrap());
+    }
+    precisions.push(Precision::of(DType::BF16));
+    precisions.push(Precision::new(DType::BF16, DType::F32).unwrap());
+    if types.f64 {
+        precisions.push(Precision::of(DType::F64));
+    }
+    for precision in precisions {
+        let shapes = [
+            ("plain", Shape { ..base }),
+            ("trans-a", Shape { trans_a: true, ..base }),
+            ("trans-b", Shape { trans_b: true, ..base }),
+            ("trans-a trans-b", Shape { trans_a: true, trans_b: true, ..base }),
+            ("batch 5, B broadcast", Shape { batch: 5, broadcast_b: true, ..base }),
+            ("batch 3, A broadcast", Shape { batch: 3, broadcast_a: true, trans_a: true, ..base }),
+            ("alpha -2 beta 3", Shape { alpha: -2.0, beta: 3.0, ..base }),
+            ("alpha 0.5 beta 1, batch 2", Shape { alpha: 0.5, beta: 1.0, batch: 2, ..base }),
+        ];
+        for (name, shape) in shapes {
+            let p = Shape { precision, ..shape }.problem().unwrap();
+            out.push((format!("{name}, {precision}"), p));
+        }
+        // Padded, offset views and a column-major C (computed as Cᵀ = BᵀAᵀ).
+        let (m, k, n) = (37, 29, 23);
+        let mut a = MatrixDesc::row_major(m, k);
+        a.row_stride = k + 3;
+        a.offset = 5;
+        let mut b = MatrixDesc::col_major(k, n);
+        b.col_stride = k + 1;
+        let mut c = MatrixDesc::col_major(m, n);
+        c.col_stride = m + 2;
+        c.offset = 1;
+        let p = Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap();
+        out.push((format!("padded views, column-major C, {precision}"), p));
+    }
+    out
+}
+
+#[test]
+fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
+    let mut rng = StdRng::seed_from_u64(3);
+    for plan in every_plan() {
+        for (name, p) in contract_problems() {
+            // Random data against the bound.
+            let ops = inputs::random_operands(&p, 1).unwrap();
+            let run = gpu()
+                .gemm(&p, &plan, &ops.a, &ops.b, ops.c0.as_ref())
+                .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));
+            let reference = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref()).unwrap();
+            let check = reference.check(&run.c).unwrap();
+            assert!(check.pass, "{plan}, {name}: {check:?}");
+            // Small integers (exact in every type here, products and sums too): C must be the
+            // exact result, so one misplaced element shows.
+            let mut int = |len: usize, dtype: DType| {
+                HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
+            };
+            let a = int(p.a_len(), p.precision.input);
+            let b = int(p.b_len(), p.precision.input);
+            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+            let run = gpu().gemm(&p, &plan, &a, &b, c0.as_ref()).unwrap();
+            let check = Reference::new(&p, &a, &b, c0.as_ref())
+                .unwrap()
+                .check(&run.c)
+                .unwrap();
+            let exact = p.alpha.fract() == 0.0;
+            assert!(check.pass, "{plan}, {name}, integers: {check:?}");
+            assert_eq!(check.all_exact(), exact, "{plan}, {name}: {check:?}");
         }
     }
 }
 
 #[test]
+fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak() {
+    let p = Problem::new(19, 7, 21).unwrap();
+    let reads = Shape {
+        beta: 1.0,
+        ..Shape::new(19, 7, 21)
+    }
+    .problem()
+    .unwrap();
+    let ops = inputs::random_operands(&p, 4).unwrap();
+    for plan in every_plan() {
+        let gpu = gpu();
+        let a = gpu.upload(&ops.a).unwrap();
+        let b = gpu.upload(&ops.b).unwrap();
+        // C's buffer starts as NaN; with β = 0 the product must not read it.
+        let nan = HostData::F32(vec![f32::NAN; p.c_len()]);
+        let c = gpu.output(&reads, Some(&nan)).unwrap();
+        gpu.enqueue(&p, &plan, &a, &b, &c).unwrap();
+        let result = gpu.download(&c).unwrap();
+        let check = Reference::new(&p, &ops.a, &ops.b, None)
+            .unwrap()
+            .check(&result)
+            .unwrap();
+        assert!(check.pass && check.nonfinite_entries == 0, "{plan}: {check:?}");
+    }
+}
+
+#[test]
+fn resident_matrices_are_reused_across_launches() {
+    // β = 1: each launch adds A·B to C once more, on the same device buffers.
+    let p = Shape {
+        beta: 1.0,
+        ..Shape::new(8, 5, 6)
+    }
+    .problem()
+    .unwrap();
+    let ones = HostData::F32(vec![1.0; 40]);
+    let zero = HostData::F32(vec![0.0; 48]);
+    let plan = Plan::default_for(Kernel::Tiled);
+    let gpu = gpu();
+    let (a, b) = (gpu.upload(&ones).unwrap(), gpu.upload(&ones).unwrap());
+    let c = gpu.output(&p, Some(&zero)).unwrap();
+    for _ in 0..3 {
+        gpu.enqueue(&p, &plan, &a, &b, &c).unwrap();
+    }
+    assert_eq!(gpu.download(&c).unwrap(), HostData::F32(vec![15.0; 48]));
+}
+
+#[test]
 fn the_kernel_time_lies_inside_the_launch() {
     let p = Problem::new(64, 64, 64).unwrap();
-    let (a, b) = inputs::random_operands(&p, 1).unwrap();
-    let run = gpu()
-        .matmul(&p, &Plan::new(Kernel::Tiled, 8).unwrap(), &a, &b)
-        .unwrap();
+    let ops = inputs::random_operands(&p, 1).unwrap();
+    let plan = Plan::new("tiled:tpb=8".parse().unwrap());
+    let run = gpu().gemm(&p, &plan, &ops.a, &ops.b, None).unwrap();
     // The device's timestamps bracket the kernel alone, which the host saw start and finish
     // within the launch: a kernel time longer than the launch would be a timing bug.
     assert!(run.kernel > std::time::Duration::ZERO);
@@ -151,11 +299,12 @@ fn the_kernel_time_lies_inside_the_launch() {
 fn operands_of_the_wrong_length_are_refused() {
     let p = Problem::new(4, 4, 4).unwrap();
     let err = gpu()
-        .matmul(
+        .gemm(
             &p,
-            &Plan::new(Kernel::Naive, 8).unwrap(),
-            &[0.0; 15],
-            &[0.0; 16],
+            &Plan::default_for(Kernel::Naive),
+            &HostData::F32(vec![0.0; 15]),
+            &HostData::F32(vec![0.0; 16]),
+            None,
         )
         .unwrap_err();
     assert!(
