@@ -175,7 +175,10 @@ struct CompileCheckArgs {
 /// The plans `configs` name, each with every tile size of `tpb` when some are given.
 fn plans(configs: &[Config], tpb: &[u32]) -> tilemm::Result<Vec<Plan>> {
     let configs: Vec<Config> = if configs.is_empty() {
-        tilemm::Kernel::ALL.iter().flat_map(|k| k.configs()).collect()
+        tilemm::Kernel::ALL
+            .iter()
+            .flat_map(|k| k.configs())
+            .collect()
     } else {
         configs.to_vec()
     };

@@ -144,7 +144,7 @@ fn run_prints_the_full_report_and_passes_for_both_kernels() {
         for line in [
             "C[100×51] = A[100×77] · B[77×51], f32",
             "device      #",
-            &format!("kernel      {kernel}, TPB=16: grid 4×7×1, block 16×16×1"),
+            &format!("kernel      {kernel}:tpb=16: grid 4×7×1, block 16×16×1"),
             "1st GPU",
             "JIT compile",
             "2nd GPU",
@@ -159,6 +159,57 @@ fn run_prints_the_full_report_and_passes_for_both_kernels() {
 }
 
 #[test]
+fn the_gemm_contracts_flags_each_pass_on_the_device() {
+    for (flags, shown) in [
+        (
+            &["-m", "30", "-k", "20", "-n", "10", "--trans-a"][..],
+            "A[30×20, column-major]",
+        ),
+        (
+            &["-m", "30", "-k", "20", "-n", "10", "--trans-b"],
+            "B[20×10, column-major]",
+        ),
+        (
+            &["-m", "6", "-k", "9", "-n", "8", "--batch", "7"],
+            "7 × C[6×8]",
+        ),
+        (
+            &[
+                "--alpha", "0.5", "--beta", "2", "-m", "9", "-k", "9", "-n", "9",
+            ],
+            "+ 2·C",
+        ),
+        (
+            &["--dtype", "f16", "-m", "16", "-k", "16", "-n", "16"],
+            "f16 inputs",
+        ),
+        (
+            &["--dtype", "bf16", "-m", "16", "-k", "16", "-n", "16"],
+            "bf16 inputs",
+        ),
+        (
+            &["--dtype", "f64", "-m", "16", "-k", "16", "-n", "16"],
+            "f64",
+        ),
+    ] {
+        let mut args = vec!["run", "--backend", "wgpu"];
+        args.extend_from_slice(flags);
+        let out = tilemm(&args);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{flags:?}: {text}{}",
+            stderr(&out)
+        );
+        assert!(
+            text.contains(shown) && text.contains("result      PASS"),
+            "{flags:?}: {text}"
+        );
+    }
+}
+
+#[test]
 fn json_report_carries_the_same_facts() {
     let out = tilemm(&[
         "run", "--json", "--tpb", "8", "-m", "9", "-k", "10", "-n", "11",
@@ -167,8 +218,11 @@ fn json_report_carries_the_same_facts() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
     assert_eq!(v["pass"], true);
     assert_eq!(v["problem"]["k"], 10);
-    assert_eq!(v["kernel"]["plan"]["tpb"], 8);
-    assert_eq!(v["kernel"]["launch"]["grid"], serde_json::json!([2, 2, 1]));
+    assert_eq!(v["kernel"]["plan"]["config"]["Tiled"]["tpb"], 8);
+    assert_eq!(
+        v["kernel"]["launch"]["shape"]["grid"],
+        serde_json::json!([2, 2, 1])
+    );
     assert_eq!(v["verification"]["reference"]["held"], "whole");
     assert_eq!(v["inputs"]["kind"], "random");
     assert!(v["first_run"]["compile_ms"].as_f64().unwrap() > 0.0);
@@ -373,7 +427,11 @@ fn unknown_kernels_tiles_and_backends_are_refused() {
         &["run", "--kernel", "fastest"],
         &["unknown kernel 'fastest'", "naive, tiled"],
     );
-    assert_refused(&["run", "--tpb", "12"], &["TPB=12", "8, 16 or 32"]);
+    assert_refused(&["run", "--tpb", "12"], &["tpb=12", "8, 16 or 32"]);
+    assert_refused(
+        &["run", "--kernel", "tiled:tpb=12"],
+        &["tpb=12", "8, 16 or 32"],
+    );
     assert_refused(
         &["run", "--backend", "opencl"],
         &["unknown backend 'opencl'"],
@@ -442,10 +500,10 @@ fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     for row in [
-        "naive, TPB=8",
-        "naive, TPB=16",
-        "tiled, TPB=8",
-        "tiled, TPB=16",
+        "naive:tpb=8",
+        "naive:tpb=16",
+        "tiled:tpb=8",
+        "tiled:tpb=16",
         "cpu (gemm",
     ] {
         let line = text
@@ -534,7 +592,7 @@ fn emit_prints_each_targets_source_without_any_device() {
     };
     let cuda = emit("tiled", "cuda", "16");
     assert!(
-        cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_f_f32"),
+        cuda.contains("extern \"C\" __global__") && cuda.contains("tiled_matmul_a_f32_o_f32"),
         "{cuda}"
     );
     assert!(cuda.contains("extern __shared__"), "{cuda}");
@@ -563,7 +621,7 @@ fn emit_refuses_unknown_targets_and_tiles() {
         &["emit", "--target", "opencl"],
         &["unknown target 'opencl'"],
     );
-    assert_refused(&["emit", "--target", "cuda", "--tpb", "7"], &["TPB=7"]);
+    assert_refused(&["emit", "--target", "cuda", "--tpb", "7"], &["tpb=7"]);
     assert_refused(&["emit", "--kernel", "tiled"], &["--target"]);
 }
 
@@ -598,11 +656,11 @@ fn compile_check_reports_amd_resources_through_clang() {
             .unwrap_or_else(|| panic!("no {kernel} × {arch} row in\n{text}"));
         let fields: Vec<&str> = row.split_whitespace().collect();
         // registers are "N V + M S", then spills, static and dynamic shared bytes.
-        let vgprs: u32 = fields[3].parse().unwrap();
+        let vgprs: u32 = fields[2].parse().unwrap();
         assert!(vgprs > 0 && vgprs <= 256, "{row}");
-        assert_eq!(fields[8], "0", "spills in {row}");
+        assert_eq!(fields[7], "0", "spills in {row}");
         let dynamic = if kernel == "tiled" { "2048" } else { "0" };
-        assert_eq!(fields[10], dynamic, "dynamic shared bytes in {row}");
+        assert_eq!(fields[9], dynamic, "dynamic shared bytes in {row}");
     }
     assert!(text.trim_end().ends_with("4 compiled, 0 failed"), "{text}");
     // Says whether the sources were also checked against ROCm's own headers.
@@ -652,13 +710,13 @@ fn compile_check_reports_nvidia_resources_through_nvrtc() {
     for (tpb, arch, dynamic) in [("8", "sm_80", "512"), ("32", "sm_90", "8192")] {
         let row = text
             .lines()
-            .find(|l| l.starts_with(&format!("tiled, TPB={tpb} ")) && l.contains(arch))
+            .find(|l| l.starts_with(&format!("tiled:tpb={tpb} ")) && l.contains(arch))
             .unwrap_or_else(|| panic!("no row for TPB={tpb} on {arch} in\n{text}"));
         let fields: Vec<&str> = row.split_whitespace().collect();
-        let registers: u32 = fields[3].parse().unwrap();
+        let registers: u32 = fields[2].parse().unwrap();
         assert!(registers > 0 && registers <= 255, "{row}");
-        assert_eq!(fields[4], "0", "spills in {row}");
-        assert_eq!(fields[6], dynamic, "{row}");
+        assert_eq!(fields[3], "0", "spills in {row}");
+        assert_eq!(fields[5], dynamic, "{row}");
     }
 }
 

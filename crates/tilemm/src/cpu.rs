@@ -65,7 +65,9 @@ pub fn product(
 }
 
 fn wrong_type(what: &'static str, got: DType, expected: DType) -> Error {
-    Error::Precision(format!("{what} holds {got} elements but the problem computes {expected}"))
+    Error::Precision(format!(
+        "{what} holds {got} elements but the problem computes {expected}"
+    ))
 }
 
 /// One `gemm` call per product of the batch, on the strided views.
@@ -181,9 +183,7 @@ mod tests {
         shape.precision = Precision::of(DType::F64);
         let p = shape.problem().unwrap();
         // Batch 0: A = [1 2 3; 4 5 6]; batch 1: 2·A.
-        let a = HostData::F64(vec![
-            1., 4., 2., 5., 3., 6., 2., 8., 4., 10., 6., 12.,
-        ]);
+        let a = HostData::F64(vec![1., 4., 2., 5., 3., 6., 2., 8., 4., 10., 6., 12.]);
         let b = HostData::F64(vec![7., 8., 9., 10., 11., 12.]);
         let c0 = HostData::F64(vec![1.0; 8]);
         let c = product(&p, &a, &b, Some(&c0)).unwrap();

@@ -10,9 +10,9 @@ use std::fmt;
 use std::path::Path;
 
 use crate::element::HostData;
-use crate::problem::DType;
 use crate::error::{Error, Result};
 use crate::plan::format_bytes;
+use crate::problem::DType;
 
 /// How much more memory this process may allocate, and which limit says so.
 #[derive(Clone, Debug, PartialEq, Eq)]

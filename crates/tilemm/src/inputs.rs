@@ -16,9 +16,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::element::{Element, HostData};
-use crate::problem::DType;
 use crate::error::{Error, Result};
 use crate::host;
+use crate::problem::DType;
 use crate::problem::Problem;
 
 /// A problem's operands on the host: A, B, and C's initial contents when β ≠ 0.
@@ -621,7 +621,10 @@ mod tests {
     fn random_operands_are_seeded_signed_and_sized() {
         let p = Problem::new(7, 5, 3).unwrap();
         let ops = random_operands(&p, 42).unwrap();
-        let (a, b) = (ops.a.as_slice::<f32>().unwrap(), ops.b.as_slice::<f32>().unwrap());
+        let (a, b) = (
+            ops.a.as_slice::<f32>().unwrap(),
+            ops.b.as_slice::<f32>().unwrap(),
+        );
         assert_eq!((a.len(), b.len()), (35, 15));
         assert_eq!(random_operands(&p, 42).unwrap(), ops);
         assert_ne!(random_operands(&p, 43).unwrap().a, ops.a);

@@ -47,8 +47,8 @@ pub mod verify;
 
 pub use backend::{Backend, GpuSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits};
-pub use error::{one_line, Error, Result};
 pub use element::{Element, HostData};
+pub use error::{one_line, Error, Result};
 pub use ladder::{Config, Kernel};
 pub use plan::Plan;
 pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};

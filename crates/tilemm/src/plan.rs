@@ -137,7 +137,10 @@ impl Plan {
         // Kernels index up to a tile past the end of K before their guard.
         let k = u32::try_from(problem.k)
             .ok()
-            .filter(|k| k.checked_add(shape.k_per_trip.max(shape.block[0])).is_some())
+            .filter(|k| {
+                k.checked_add(shape.k_per_trip.max(shape.block[0]))
+                    .is_some()
+            })
             .ok_or_else(|| too_large("K does not fit the kernels' 32-bit indices"))?;
         let z = limits.max_cube_count[2].max(1);
         let batch = u32::try_from(problem.batch)
@@ -327,7 +330,10 @@ mod tests {
         assert_eq!(plan("naive").to_string(), "naive:tpb=16");
         let err = "tiled:tpb=12".parse::<Config>().unwrap_err();
         assert!(err.contains("choose 8, 16 or 32"), "{err}");
-        assert!("blocked".parse::<Config>().unwrap_err().contains("naive, tiled"));
+        assert!("blocked"
+            .parse::<Config>()
+            .unwrap_err()
+            .contains("naive, tiled"));
         for kernel in Kernel::ALL {
             for config in kernel.configs() {
                 assert_eq!(config.to_string().parse::<Config>(), Ok(config));

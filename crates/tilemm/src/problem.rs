@@ -627,7 +627,13 @@ impl fmt::Display for Problem {
             if notes.is_empty() {
                 write!(f, "{name}[{}×{}]", desc.rows, desc.cols)
             } else {
-                write!(f, "{name}[{}×{}, {}]", desc.rows, desc.cols, notes.join(", "))
+                write!(
+                    f,
+                    "{name}[{}×{}, {}]",
+                    desc.rows,
+                    desc.cols,
+                    notes.join(", ")
+                )
             }
         };
         view(f, "A", &self.a)?;
@@ -788,7 +794,10 @@ mod tests {
     fn unit_roundoffs_follow_the_significands() {
         assert_eq!(DType::F32.unit_roundoff(), f64::from(f32::EPSILON) / 2.0);
         assert_eq!(DType::F64.unit_roundoff(), f64::EPSILON / 2.0);
-        assert_eq!(DType::F16.unit_roundoff(), f64::from(half::f16::EPSILON) / 2.0);
+        assert_eq!(
+            DType::F16.unit_roundoff(),
+            f64::from(half::f16::EPSILON) / 2.0
+        );
         assert_eq!(
             DType::BF16.unit_roundoff(),
             f64::from(half::bf16::EPSILON) / 2.0

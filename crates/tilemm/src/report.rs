@@ -276,11 +276,7 @@ impl Report {
                 "bound       exact: integer data with {mag} ≤ {exact_limit} in every entry, so \
                  every partial sum is an integer {coarse} holds exactly, in any order; C must \
                  equal the product, and {}",
-                if v.failures == 0 {
-                    "does"
-                } else {
-                    "does not"
-                }
+                if v.failures == 0 { "does" } else { "does not" }
             )?;
         } else {
             if v.exact_entries > 0 {

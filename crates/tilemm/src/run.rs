@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use crate::backend::{open_device, Backend, GpuSession};
 use crate::cpu;
-use crate::element::HostData;
-use crate::inputs::Operands;
 use crate::device::{DeviceInfo, DeviceKind};
+use crate::element::HostData;
 use crate::error::Result;
 use crate::host::{self, Bytes};
+use crate::inputs::Operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::report::{CpuTimes, FirstRun, KernelReport, Report, SecondRun};
@@ -79,7 +79,9 @@ fn host_bytes_besides_reference(problem: &Problem, gpu: Option<&DeviceInfo>) -> 
     // C₀, when read, is kept for the reference; the CPU path widens half precisions to f32.
     let c0 = if problem.reads_c() { c } else { Bytes::ZERO };
     let widened = if problem.precision.input.size_bytes() < 4 {
-        Bytes::of(problem.a_len(), 4) + Bytes::of(problem.b_len(), 4) + Bytes::of(problem.c_len(), 4)
+        Bytes::of(problem.a_len(), 4)
+            + Bytes::of(problem.b_len(), 4)
+            + Bytes::of(problem.c_len(), 4)
     } else {
         Bytes::ZERO
     };

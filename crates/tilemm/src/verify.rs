@@ -27,10 +27,10 @@
 
 use serde::Serialize;
 
+use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
 use crate::host::{self, Bytes};
 use crate::plan::format_bytes;
-use crate::element::{Element, HostData};
 use crate::problem::{MatrixDesc, Problem};
 
 /// The most memory a block of the reference works in.
@@ -422,7 +422,13 @@ impl<'a> Reference<'a> {
                 for (r, i) in rows.clone().enumerate() {
                     for (q, j) in cols.clone().enumerate() {
                         let at = r * ld + q;
-                        tally.entry(&rule, (batch, i, j), got[r * w + q], want[at], magnitude[at]);
+                        tally.entry(
+                            &rule,
+                            (batch, i, j),
+                            got[r * w + q],
+                            want[at],
+                            magnitude[at],
+                        );
                     }
                 }
             }

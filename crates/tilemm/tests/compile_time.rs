@@ -14,7 +14,10 @@ fn compiling_is_measured_once_and_later_launches_reuse_the_kernel() {
     // The second time, the kernel is cached: what remains is one tiny launch. Code generation
     // alone takes longer than that, so a "compile" time no longer than a cached launch would
     // mean compilation happened elsewhere, unmeasured.
-    let cached = (0..3).map(|_| gpu.compile(&plan, &problem).unwrap()).min().unwrap();
+    let cached = (0..3)
+        .map(|_| gpu.compile(&plan, &problem).unwrap())
+        .min()
+        .unwrap();
     assert!(
         cached < compile,
         "first launch {compile:?}, cached launches at least {cached:?}"

@@ -173,13 +173,62 @@ fn contract_problems() -> Vec<(String, Problem)> {
     for precision in precisions {
         let shapes = [
             ("plain", Shape { ..base }),
-            ("trans-a", Shape { trans_a: true, ..base }),
-            ("trans-b", Shape { trans_b: true, ..base }),
-            ("trans-a trans-b", Shape { trans_a: true, trans_b: true, ..base }),
-            ("batch 5, B broadcast", Shape { batch: 5, broadcast_b: true, ..base }),
-            ("batch 3, A broadcast", Shape { batch: 3, broadcast_a: true, trans_a: true, ..base }),
-            ("alpha -2 beta 3", Shape { alpha: -2.0, beta: 3.0, ..base }),
-            ("alpha 0.5 beta 1, batch 2", Shape { alpha: 0.5, beta: 1.0, batch: 2, ..base }),
+            (
+                "trans-a",
+                Shape {
+                    trans_a: true,
+                    ..base
+                },
+            ),
+            (
+                "trans-b",
+                Shape {
+                    trans_b: true,
+                    ..base
+                },
+            ),
+            (
+                "trans-a trans-b",
+                Shape {
+                    trans_a: true,
+                    trans_b: true,
+                    ..base
+                },
+            ),
+            (
+                "batch 5, B broadcast",
+                Shape {
+                    batch: 5,
+                    broadcast_b: true,
+                    ..base
+                },
+            ),
+            (
+                "batch 3, A broadcast",
+                Shape {
+                    batch: 3,
+                    broadcast_a: true,
+                    trans_a: true,
+                    ..base
+                },
+            ),
+            (
+                "alpha -2 beta 3",
+                Shape {
+                    alpha: -2.0,
+                    beta: 3.0,
+                    ..base
+                },
+            ),
+            (
+                "alpha 0.5 beta 1, batch 2",
+                Shape {
+                    alpha: 0.5,
+                    beta: 1.0,
+                    batch: 2,
+                    ..base
+                },
+            ),
         ];
         for (name, shape) in shapes {
             let p = Shape { precision, ..shape }.problem().unwrap();
@@ -257,7 +306,10 @@ fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak() {
             .unwrap()
             .check(&result)
             .unwrap();
-        assert!(check.pass && check.nonfinite_entries == 0, "{plan}: {check:?}");
+        assert!(
+            check.pass && check.nonfinite_entries == 0,
+            "{plan}: {check:?}"
+        );
     }
 }
 

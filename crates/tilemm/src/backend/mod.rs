@@ -13,8 +13,8 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
 use crate::element::HostData;
+use crate::error::{Error, Result};
 use crate::gpu::{DeviceMatrix, GpuRun, Session};
 use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
@@ -204,10 +204,7 @@ impl GpuSession {
     }
 
     /// The device's time for the work `work` enqueues; see [`Session::profile`].
-    pub fn profile(
-        &self,
-        work: impl FnOnce() -> Result<()> + Send,
-    ) -> Result<std::time::Duration> {
+    pub fn profile(&self, work: impl FnOnce() -> Result<()> + Send) -> Result<std::time::Duration> {
         with_session!(self, s => s.profile(work))
     }
 

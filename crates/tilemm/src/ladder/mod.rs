@@ -94,7 +94,8 @@ impl<'a> Expand<'a> {
         let a = <Array<I> as LaunchArg>::expand(&array, builder);
         let b = <Array<I> as LaunchArg>::expand(&array, builder);
         let c = <Array<O> as LaunchArg>::expand_output(&array, builder);
-        let views = [(); 3].map(|_| <args::View as LaunchArg>::expand(&args::view_compilation(), builder));
+        let views =
+            [(); 3].map(|_| <args::View as LaunchArg>::expand(&args::view_compilation(), builder));
         let dims = <args::Dims as LaunchArg>::expand(&args::dims_compilation(), builder);
         let alpha = <A as LaunchArg>::expand(&(), builder);
         let beta = <A as LaunchArg>::expand(&(), builder);
@@ -150,7 +151,11 @@ impl SquareBlock {
     pub fn shape(self, problem: &Problem, shared_bytes: usize, k_per_trip: u32) -> LaunchShape {
         let tiles = |len: usize| len.div_ceil(self.0 as usize).min(u32::MAX as usize) as u32;
         LaunchShape {
-            grid: [tiles(problem.n), tiles(problem.m), problem.batch.min(u32::MAX as usize) as u32],
+            grid: [
+                tiles(problem.n),
+                tiles(problem.m),
+                problem.batch.min(u32::MAX as usize) as u32,
+            ],
             block: [self.0, self.0, 1],
             shared_bytes,
             k_per_trip,
