@@ -117,12 +117,6 @@ impl<R: Runtime> Session<R> {
         Session { client, info }
     }
 
-    /// The CubeCL client of the device.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn client(&self) -> &ComputeClient<R> {
-        &self.client
-    }
-
     /// The device this session runs on.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
@@ -140,7 +134,7 @@ impl<R: Runtime> Session<R> {
         let len = data.len();
         if dtype == DType::BF16 && !self.info.types.bf16 {
             let bytes = data.as_bytes();
-            let handle = if bytes.len() % 4 == 0 {
+            let handle = if bytes.len().is_multiple_of(4) {
                 self.client.create_from_slice(bytes)
             } else {
                 let mut padded = host::with_capacity(bytes.len() + 2, "bf16 A or B padded")?;

@@ -272,6 +272,25 @@ pub fn with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// `len` zeros of `dtype`; see [`zeros`].
+pub fn zeros_of(dtype: DType, len: usize, what: &str) -> Result<HostData> {
+    Ok(match dtype {
+        DType::F16 => HostData::F16(zeros(len, what)?),
+        DType::BF16 => HostData::BF16(zeros(len, what)?),
+        DType::F32 => HostData::F32(zeros(len, what)?),
+        DType::F64 => HostData::F64(zeros(len, what)?),
+    })
+}
+
+/// A copy of `data`, or an error naming `what` when the allocation fails.
+pub fn copy_of(data: &HostData, what: &str) -> Result<HostData> {
+    let mut copy = zeros_of(data.dtype(), data.len(), what)?;
+    crate::with_data!(&mut copy, v => {
+        bytemuck::cast_slice_mut(v.as_mut_slice()).copy_from_slice(data.as_bytes())
+    });
+    Ok(copy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,23 +371,4 @@ mod tests {
         assert!(cgroup_headroom("4:memory:/\n", root.path()).is_none());
         assert!(cgroup_headroom("", root.path()).is_none());
     }
-}
-
-/// `len` zeros of `dtype`; see [`zeros`].
-pub fn zeros_of(dtype: DType, len: usize, what: &str) -> Result<HostData> {
-    Ok(match dtype {
-        DType::F16 => HostData::F16(zeros(len, what)?),
-        DType::BF16 => HostData::BF16(zeros(len, what)?),
-        DType::F32 => HostData::F32(zeros(len, what)?),
-        DType::F64 => HostData::F64(zeros(len, what)?),
-    })
-}
-
-/// A copy of `data`, or an error naming `what` when the allocation fails.
-pub fn copy_of(data: &HostData, what: &str) -> Result<HostData> {
-    let mut copy = zeros_of(data.dtype(), data.len(), what)?;
-    crate::with_data!(&mut copy, v => {
-        bytemuck::cast_slice_mut(v.as_mut_slice()).copy_from_slice(data.as_bytes())
-    });
-    Ok(copy)
 }

@@ -49,6 +49,7 @@ pub fn at(view: &View, batch: u32, i: u32, j: u32) -> usize {
 /// bf16 values two to a u32 (for devices without a bf16 type); its bits, shifted into the high
 /// half of an f32, are that f32 exactly.
 #[cube]
+#[allow(clippy::manual_is_multiple_of)] // `%` is what the kernel language has.
 pub fn load<I: CubePrimitive, A: Float>(
     buffer: &Array<I>,
     index: usize,

@@ -2,7 +2,7 @@
 //!
 //! Everything that names kernels (the CLI's `--kernel`, its help and defaults, `bench`, `emit`,
 //! the compile check, the kernel tests) reads [`Kernel::ALL`] and [`Config`]. Adding a rung is
-//! its file plus one line in [`registry!`]'s invocation below.
+//! its file plus one line in `registry!`'s invocation below.
 
 // CubeCL's derives generate undocumented items next to the documented ones.
 #[allow(missing_docs)]
