@@ -360,7 +360,7 @@ fn run_command(args: RunArgs) -> CommandResult {
             .problem()?;
             let runner = Runner::new(&problem, &options)?;
             let (a, b) = (a_file.read()?, b_file.read()?);
-            let c0 = inputs::random_operands(&problem, args.seed)?.c0;
+            let c0 = inputs::random_initial_c(&problem, args.seed)?;
             let files = Inputs::Files {
                 a: a_path.clone(),
                 b: b_path.clone(),

@@ -66,26 +66,14 @@ impl FromStr for Target {
 }
 
 /// The kernel's entry point in the generated source, as CubeCL names it: the rung's
-/// `{name}_matmul` function with the accumulator's and output's types.
+/// `{name}_matmul` function with the accumulator's and output's types (on the C++ targets, which
+/// have every type).
 pub fn entry_point(plan: &Plan, precision: Precision) -> String {
-    let name = |d: DType| match d {
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-    };
-    let output = if precision.output == DType::BF16 {
-        // Where bf16 is packed, C is held in f32; the C++ targets have bf16.
-        "bf16"
-    } else {
-        name(precision.output)
-    };
-    format!(
-        "{}_matmul_a_{}_o_{}",
-        plan.kernel().name(),
-        name(precision.accumulate),
-        output
-    )
+    kernel_name(plan, precision.accumulate, precision.output)
+}
+
+fn kernel_name(plan: &Plan, accumulate: DType, output: DType) -> String {
+    format!("{}_matmul_a_{accumulate}_o_{output}", plan.kernel().name())
 }
 
 /// Properties of a representative device of `target`: what CubeCL reads while building IR.
@@ -146,7 +134,6 @@ fn definition(
     target_props: TargetProperties,
     props: &DeviceProperties,
 ) -> KernelDefinition {
-    use half::{bf16, f16};
     let mut builder = KernelBuilder::default();
     builder.runtime_properties(target_props);
     builder.device_properties(props);
@@ -154,19 +141,9 @@ fn definition(
     let config = &plan.config;
     let b = &mut builder;
     let packed = target == Target::Wgsl;
-    let dim = match (precision.input, precision.output) {
-        (DType::F32, _) => config.expand::<f32, f32, f32>(b, false),
-        (DType::F64, _) => config.expand::<f64, f64, f64>(b, false),
-        (DType::F16, DType::F16) => config.expand::<f16, f32, f16>(b, false),
-        (DType::F16, _) => config.expand::<f16, f32, f32>(b, false),
-        (DType::BF16, _) if packed => config.expand::<u32, f32, f32>(b, true),
-        (DType::BF16, DType::BF16) => config.expand::<bf16, f32, bf16>(b, false),
-        (DType::BF16, _) => config.expand::<bf16, f32, f32>(b, false),
-    };
-    let mut name = entry_point(plan, precision);
-    if packed && precision.output == DType::BF16 {
-        name = name.replace("_o_bf16", "_o_f32");
-    }
+    let dim = crate::ladder::with_kernel_types!(precision, packed, config.expand(b));
+    let output = crate::ladder::stored_output(precision, packed);
+    let name = kernel_name(plan, precision.accumulate, output);
     let settings = KernelSettings::default()
         .cube_dim(dim)
         .address_type(AddressType::U32)

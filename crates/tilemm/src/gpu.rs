@@ -97,12 +97,9 @@ impl GpuRun {
 pub(crate) fn type_support<R: Runtime>(client: &ComputeClient<R>, vendor_f64: bool) -> TypeSupport {
     let props = client.properties();
     let arithmetic = |kind: FloatKind| {
-        props
-            .type_usage(StorageType::Scalar(ElemType::Float(kind)))
-            .contains(cubecl::ir::features::TypeUsage::Arithmetic)
-            && props
-                .type_usage(StorageType::Scalar(ElemType::Float(kind)))
-                .contains(cubecl::ir::features::TypeUsage::Buffer)
+        use cubecl::ir::features::TypeUsage;
+        let usage = props.type_usage(StorageType::Scalar(ElemType::Float(kind)));
+        usage.contains(TypeUsage::Arithmetic) && usage.contains(TypeUsage::Buffer)
     };
     TypeSupport {
         f16: arithmetic(FloatKind::F16),
@@ -164,7 +161,7 @@ impl<R: Runtime> Session<R> {
     pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
         let dtype = problem.precision.output;
         let len = problem.c_len();
-        let widened = dtype == DType::BF16 && !self.info.types.bf16;
+        let widened = ladder::stored_output(problem.precision, !self.info.types.bf16) != dtype;
         let (stored, size) = if widened {
             (Stored::WidenedF32, 4)
         } else {

@@ -36,24 +36,36 @@ pub struct Operands {
 /// input type (and C₀ to the output type when β ≠ 0). Each buffer spans its view.
 pub fn random_operands(problem: &Problem, seed: u64) -> Result<Operands> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut fill = |dtype: DType, len: usize, what: &str| -> Result<HostData> {
-        let mut data = host::zeros_of(dtype, len, what)?;
-        crate::with_data!(&mut data, v => {
-            for x in v.iter_mut() {
-                *x = Element::from_f64(rng.random_range(-1.0f64..1.0));
-            }
-        });
-        Ok(data)
-    };
     let p = problem.precision;
-    let a = fill(p.input, problem.a_len(), "A")?;
-    let b = fill(p.input, problem.b_len(), "B")?;
-    let c0 = if problem.reads_c() {
-        Some(fill(p.output, problem.c_len(), "C")?)
-    } else {
-        None
-    };
+    let a = random_data(&mut rng, p.input, problem.a_len(), "A")?;
+    let b = random_data(&mut rng, p.input, problem.b_len(), "B")?;
+    let c0 = random_c0(&mut rng, problem)?;
     Ok(Operands { a, b, c0 })
+}
+
+/// C's random initial contents for `problem` from `seed`, when β ≠ 0 reads them (for A and B
+/// read from files).
+pub fn random_initial_c(problem: &Problem, seed: u64) -> Result<Option<HostData>> {
+    random_c0(&mut StdRng::seed_from_u64(seed), problem)
+}
+
+fn random_c0(rng: &mut StdRng, problem: &Problem) -> Result<Option<HostData>> {
+    if !problem.reads_c() {
+        return Ok(None);
+    }
+    let c = random_data(rng, problem.precision.output, problem.c_len(), "C")?;
+    Ok(Some(c))
+}
+
+/// `len` values uniform in [-1, 1), rounded to `dtype`.
+fn random_data(rng: &mut StdRng, dtype: DType, len: usize, what: &str) -> Result<HostData> {
+    let mut data = host::zeros_of(dtype, len, what)?;
+    crate::with_data!(&mut data, v => {
+        for x in v.iter_mut() {
+            *x = Element::from_f64(rng.random_range(-1.0f64..1.0));
+        }
+    });
+    Ok(data)
 }
 
 /// The .npy format's magic string.

@@ -311,6 +311,44 @@ impl FromStr for Config {
     }
 }
 
+/// Calls `$recv.$method::<$pre.., I, A, O>($args.., packed)` with the element types the kernels
+/// use for `precision`: inputs `I` (u32 for bf16 packed two to a word, where the device has no
+/// bf16), accumulator `A`, C's buffer `O` (f32 for packed bf16). One table for launching and for
+/// emitting, so that what `emit` shows is what runs.
+macro_rules! with_kernel_types {
+    ($precision:expr, $packed:expr,
+     $recv:ident . $method:ident $(:: <$($pre:ty),*>)? ($($arg:expr),*)) => {{
+        use half::{bf16, f16};
+        use $crate::problem::DType;
+        let p: $crate::problem::Precision = $precision;
+        match (p.input, p.output, $packed) {
+            (DType::F32, _, _) => $recv.$method::<$($($pre,)*)? f32, f32, f32>($($arg,)* false),
+            (DType::F64, _, _) => $recv.$method::<$($($pre,)*)? f64, f64, f64>($($arg,)* false),
+            (DType::F16, DType::F16, _) => $recv.$method::<$($($pre,)*)? f16, f32, f16>($($arg,)* false),
+            (DType::F16, _, _) => $recv.$method::<$($($pre,)*)? f16, f32, f32>($($arg,)* false),
+            (DType::BF16, _, true) => $recv.$method::<$($($pre,)*)? u32, f32, f32>($($arg,)* true),
+            (DType::BF16, DType::BF16, false) => {
+                $recv.$method::<$($($pre,)*)? bf16, f32, bf16>($($arg,)* false)
+            }
+            (DType::BF16, _, false) => $recv.$method::<$($($pre,)*)? bf16, f32, f32>($($arg,)* false),
+        }
+    }};
+}
+pub(crate) use with_kernel_types;
+
+/// The type C's buffer holds on a device: the output type, or f32 for bf16 where the device
+/// has no bf16 type (`packed`).
+pub(crate) fn stored_output(
+    precision: crate::problem::Precision,
+    packed: bool,
+) -> crate::problem::DType {
+    use crate::problem::DType;
+    match precision.output {
+        DType::BF16 if packed => DType::F32,
+        other => other,
+    }
+}
+
 /// Enqueues one launch of `config` with the shared arguments `args`, typed as `problem`'s
 /// precision says. Handles hold the views' spans; the caller has checked the plan.
 pub(crate) fn launch_one<R: Runtime>(
@@ -322,8 +360,6 @@ pub(crate) fn launch_one<R: Runtime>(
     args: &Args,
     packed_bf16: bool,
 ) {
-    use crate::problem::DType;
-    use half::{bf16, f16};
     // SAFETY: lengths are the views' spans (the caller's contract).
     let buffers = handles.map(|(h, len)| unsafe { ArrayArg::from_raw_parts(h.clone(), len) });
     let launch = Launch {
@@ -332,14 +368,5 @@ pub(crate) fn launch_one<R: Runtime>(
         buffers,
         args,
     };
-    let p = problem.precision;
-    match (p.input, p.output, packed_bf16) {
-        (DType::F32, _, _) => config.launch::<R, f32, f32, f32>(launch, false),
-        (DType::F64, _, _) => config.launch::<R, f64, f64, f64>(launch, false),
-        (DType::F16, DType::F16, _) => config.launch::<R, f16, f32, f16>(launch, false),
-        (DType::F16, _, _) => config.launch::<R, f16, f32, f32>(launch, false),
-        (DType::BF16, _, true) => config.launch::<R, u32, f32, f32>(launch, true),
-        (DType::BF16, DType::BF16, false) => config.launch::<R, bf16, f32, bf16>(launch, false),
-        (DType::BF16, _, false) => config.launch::<R, bf16, f32, f32>(launch, false),
-    }
+    with_kernel_types!(problem.precision, packed_bf16, config.launch::<R>(launch))
 }
