@@ -9,13 +9,14 @@ use cubecl::prelude::*;
 use cubecl::profile::TimingMethod;
 use cubecl::server::Handle;
 
-use crate::device::{DeviceInfo, TypeSupport};
+use crate::device::{DeviceInfo, DeviceLimits, TypeSupport};
 use crate::element::HostData;
 use crate::error::{one_line, Error, Result};
 use crate::host;
 use crate::ladder::{self, args::Args};
+use crate::panels::{self, Block, Schedule};
 use crate::plan::{Launches, Plan};
-use crate::problem::{DType, Problem, Shape};
+use crate::problem::{DType, Layout, MatrixDesc, Problem};
 
 /// An open device on one CubeCL runtime (wgpu, CUDA, ...).
 pub struct Session<R: Runtime> {
@@ -83,6 +84,9 @@ pub struct GpuRun {
     pub kernel: Duration,
     /// Copying C back to the host.
     pub download: Duration,
+    /// How it ran: panels, launches, and how often C was rounded (for
+    /// [`Reference::check_passes`](crate::verify::Reference::check_passes)).
+    pub schedule: Schedule,
 }
 
 impl GpuRun {
@@ -112,6 +116,19 @@ impl<R: Runtime> Session<R> {
     pub(crate) fn new(client: ComputeClient<R>, mut info: DeviceInfo, vendor_f64: bool) -> Self {
         info.types = type_support(&client, vendor_f64);
         Session { client, info }
+    }
+
+    /// The session with its device's limits lowered to `limits` (never raised): to leave room
+    /// for other work on the device, or to run products in panels on a small problem.
+    pub fn limit(mut self, limits: DeviceLimits) -> Self {
+        let l = &mut self.info.limits;
+        l.max_binding_bytes = l.max_binding_bytes.min(limits.max_binding_bytes);
+        l.max_buffer_bytes = l.max_buffer_bytes.min(limits.max_buffer_bytes);
+        l.memory_bytes = match (l.memory_bytes, limits.memory_bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self
     }
 
     /// The device this session runs on.
@@ -312,31 +329,57 @@ impl<R: Runtime> Session<R> {
         Ok(block_on(profile.resolve()).duration())
     }
 
-    /// Compiles `plan`'s kernel for `precision` by launching it once on a 1×1×1 problem, and
-    /// returns how long that took: JIT compilation (CubeCL's code generation and the driver's
-    /// compiler; lavapipe compiles at the first dispatch) plus one tiny dispatch. Measured
-    /// directly, not as the difference of two runs. Later launches of the plan, at any size and
-    /// with any strides, reuse the kernel, unless a layout changes the rung's access pattern.
+    /// Compiles `plan`'s kernel for `problem`'s precision and layouts (as its schedule runs
+    /// them) by launching it once on a 2×2×2 problem, and returns how long that took: JIT
+    /// compilation (CubeCL's code generation and the driver's compiler; lavapipe compiles at
+    /// the first dispatch) plus one tiny dispatch. Measured directly, not as the difference of
+    /// two runs. Later launches of the plan, at any size and with any strides, reuse the kernel,
+    /// unless a layout changes the rung's access pattern.
     pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<Duration> {
-        let tiny = Shape {
-            precision: problem.precision,
-            trans_a: problem.a.layout() == crate::problem::Layout::ColMajor,
-            trans_b: problem.b.layout() == crate::problem::Layout::ColMajor,
-            ..Shape::new(1, 1, 1)
-        }
-        .problem()?;
+        let schedule = self.schedule(problem, plan)?;
+        let block = match schedule.panels.blocks(&schedule.canonical).next() {
+            Some(first) if !schedule.panels.is_whole() => {
+                schedule
+                    .panels
+                    .block_problem(&schedule.canonical, &first, true)?
+            }
+            _ => schedule.canonical,
+        };
+        let like = |view: &MatrixDesc| {
+            if view.layout() == Layout::ColMajor {
+                MatrixDesc::col_major(2, 2)
+            } else {
+                MatrixDesc::row_major(2, 2)
+            }
+        };
+        let tiny = Problem::general(
+            (2, 2, 2, 1),
+            like(&block.a),
+            like(&block.b),
+            MatrixDesc::row_major(2, 2),
+            (1.0, 0.0),
+            block.precision,
+        )?;
         plan.check(&tiny, &self.info)?;
         let start = Instant::now();
-        let zero = HostData::from_f64(tiny.precision.input, std::iter::once(0.0));
-        let a = self.upload(&zero)?;
-        let b = self.upload(&zero)?;
+        let zeros = HostData::from_f64(tiny.precision.input, std::iter::repeat_n(0.0, 4));
+        let a = self.upload(&zeros)?;
+        let b = self.upload(&zeros)?;
         let c = self.output(&tiny, None)?;
         self.enqueue(&tiny, plan, &a, &b, &c)?;
         self.sync()?;
         Ok(start.elapsed())
     }
 
-    /// C = α·A·B + β·C with `plan`: upload, launch and download, each timed.
+    /// How `problem` runs with `plan` here: its canonical form, its panels (when its
+    /// operands exceed a binding or the device's memory), the launches, or why it cannot run.
+    pub fn schedule(&self, problem: &Problem, plan: &Plan) -> Result<Schedule> {
+        Schedule::new(problem, plan, &self.info)
+    }
+
+    /// C = α·A·B + β·C with `plan`: upload, launch and download, each timed. A product whose
+    /// operands exceed a binding runs in panels ([`panels`]): each block is copied into
+    /// buffers of its own, and the times add up over the blocks.
     pub fn gemm(
         &self,
         problem: &Problem,
@@ -346,8 +389,10 @@ impl<R: Runtime> Session<R> {
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
         problem.check_operands(a.len(), b.len())?;
-        let (canonical, _) = problem.canonical();
-        plan.check(&canonical, &self.info)?;
+        let schedule = self.schedule(problem, plan)?;
+        if !schedule.panels.is_whole() {
+            return self.gemm_in_panels(&schedule, plan, a, b, c0);
+        }
 
         let start = Instant::now();
         let a = self.upload(a)?;
@@ -370,6 +415,104 @@ impl<R: Runtime> Session<R> {
             launch,
             kernel,
             download,
+            schedule,
+        })
+    }
+
+    /// [`Session::gemm`] block by block: for each chunk of the batch, row panel and column
+    /// panel, C's block is uploaded (when read) and its slabs of K accumulate into it, each
+    /// with its blocks of A and B copied into buffers of their own; then it goes back into C.
+    fn gemm_in_panels(
+        &self,
+        schedule: &Schedule,
+        plan: &Plan,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        let (problem, panels) = (&schedule.canonical, &schedule.panels);
+        let (a, b) = if schedule.swapped { (b, a) } else { (a, b) };
+        let output = problem.precision.output;
+        let mut c = match c0 {
+            Some(c0) if problem.reads_c() => {
+                problem.check_output(c0.len())?;
+                if c0.dtype() != output {
+                    return Err(Error::Precision(format!(
+                        "C holds {} elements but the problem writes {output}",
+                        c0.dtype()
+                    )));
+                }
+                host::copy_of(c0, "C, assembled from panels")?
+            }
+            _ => host::zeros_of(output, problem.c_len(), "C, assembled from panels")?,
+        };
+        let (mut upload, mut launch, mut kernel, mut download) = (
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+        );
+        let mut c_block = None;
+        for block in panels.blocks(problem) {
+            let Block {
+                rows,
+                depth,
+                cols,
+                batch,
+            } = &block;
+            let first = depth.start == 0;
+            let sub = panels.block_problem(problem, &block, first)?;
+            let start = Instant::now();
+            if first {
+                let c0 = if sub.reads_c() {
+                    let at = (batch.clone(), rows.clone(), cols.clone());
+                    Some(panels::gather(&c, &problem.c, at, &sub.c, "a block of C")?)
+                } else {
+                    None
+                };
+                c_block = Some(self.output(&sub, c0.as_ref())?);
+            }
+            let c_dev = c_block.as_ref().expect("the first slab made C's block");
+            let a_at = (batch.clone(), rows.clone(), depth.clone());
+            let b_at = (batch.clone(), depth.clone(), cols.clone());
+            let a_dev = self.upload(&panels::gather(
+                a,
+                &problem.a,
+                a_at,
+                &sub.a,
+                "a block of A",
+            )?)?;
+            let b_dev = self.upload(&panels::gather(
+                b,
+                &problem.b,
+                b_at,
+                &sub.b,
+                "a block of B",
+            )?)?;
+            self.sync()?;
+            upload += start.elapsed();
+
+            let start = Instant::now();
+            kernel +=
+                self.profile(|| self.enqueue(&sub, plan, &a_dev, &b_dev, c_dev).map(|_| ()))?;
+            self.sync()?;
+            launch += start.elapsed();
+
+            if depth.end == problem.k {
+                let start = Instant::now();
+                let done = self.download(c_dev)?;
+                let at = (batch.clone(), rows.clone(), cols.clone());
+                panels::scatter(&mut c, &problem.c, at, &done, &sub.c);
+                download += start.elapsed();
+            }
+        }
+        Ok(GpuRun {
+            c,
+            upload,
+            launch,
+            kernel,
+            download,
+            schedule: *schedule,
         })
     }
 

@@ -38,6 +38,7 @@ pub mod gpu;
 pub mod host;
 pub mod inputs;
 pub mod ladder;
+pub mod panels;
 pub mod plan;
 pub mod problem;
 pub mod report;

@@ -7,6 +7,7 @@ use serde::{Serialize, Serializer};
 
 use crate::backend::Backend;
 use crate::device::DeviceInfo;
+use crate::panels::Panels;
 use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
 use crate::run::Inputs;
@@ -21,8 +22,10 @@ fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 pub struct KernelReport {
     /// Kernel and configuration.
     pub plan: Plan,
-    /// Grid, block, shared memory, and how many launches.
+    /// Grid, block, shared memory, and how many launches (of one block, with panels).
     pub launch: Launches,
+    /// The blocks, when the operands exceed a binding or the device's memory.
+    pub panels: Option<Panels>,
 }
 
 /// The first GPU run, which includes JIT compilation.
@@ -158,6 +161,34 @@ impl fmt::Display for Report {
                 "kernel      {}: grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}, {} B shared per block",
                 k.plan, k.launch.shape.shared_bytes
             )?;
+            if let Some(p) = &k.panels {
+                let [cm, ck, cn, cb] = p.counts;
+                let plural = |n: usize, one: &str, many: &str| {
+                    format!("{n} {}", if n == 1 { one } else { many })
+                };
+                writeln!(
+                    f,
+                    "panels      {} blocks (operands over one binding): {} of A and C ({} rows), \
+                     {} of B ({} columns), {} ({}){}; each block copied into buffers of its \
+                     own, the copies counted in upload and download",
+                    p.count(),
+                    plural(cm, "row panel", "row panels"),
+                    p.rows,
+                    plural(cn, "column panel", "column panels"),
+                    p.cols,
+                    plural(ck, "slab of K", "slabs of K"),
+                    p.depth,
+                    if cb > 1 {
+                        format!(
+                            ", {} of the batch ({})",
+                            plural(cb, "chunk", "chunks"),
+                            p.batch
+                        )
+                    } else {
+                        String::new()
+                    },
+                )?;
+            }
             if k.launch.k_slabs > 1 {
                 writeln!(
                     f,
@@ -190,7 +221,7 @@ impl fmt::Display for Report {
             )?;
             writeln!(
                 f,
-                "            compile measured on its own (the kernel's first launch, on a 1×1×1 \
+                "            compile measured on its own (the kernel's first launch, on a 2×2×2 \
                  problem); 1st kernel {} on the device",
                 msf(r.kernel),
             )?;

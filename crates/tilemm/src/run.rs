@@ -142,7 +142,7 @@ impl Runner {
         let mut notes = Vec::new();
         let gpu = open_device(options.backend, options.device, &mut notes)?;
         if let Some(gpu) = &gpu {
-            options.plan.check(&problem.canonical().0, gpu.info())?;
+            gpu.schedule(problem, &options.plan)?;
         }
         // The two GPU runs' results, or the CPU's alone.
         let checks = if gpu.is_some() { 2 } else { 1 };
@@ -188,11 +188,11 @@ impl Runner {
         // Each C is checked as soon as it exists and dropped unless it is the one reported, so
         // no more copies are alive than the memory estimate counts.
         let mut gpu_runs = None;
-        let mut launches = None;
+        let mut schedule = None;
         if let Some(gpu) = &gpu {
-            let shape = plan.check(&problem.canonical().0, gpu.info())?;
-            launches = Some(shape);
-            let passes = shape.k_slabs as usize;
+            let planned = gpu.schedule(problem, &plan)?;
+            schedule = Some(planned);
+            let passes = planned.passes;
             let compile = gpu.compile(&plan, problem)?;
             let first = gpu.gemm(problem, &plan, a, b, c0)?;
             let first_pass = check(&first.c, passes)?.pass;
@@ -247,7 +247,11 @@ impl Runner {
             inputs,
             backend: gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
             device: gpu.as_ref().map(|g| g.info().clone()),
-            kernel: launches.map(|launch| KernelReport { plan, launch }),
+            kernel: schedule.map(|s| KernelReport {
+                plan,
+                launch: s.launches,
+                panels: (!s.panels.is_whole()).then_some(s.panels),
+            }),
             first_run,
             second_run,
             cpu: CpuTimes {

@@ -284,6 +284,61 @@ fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
 }
 
 #[test]
+fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integers() {
+    // The same device with 2 KiB bindings: every contract problem needs panels (row and column
+    // panels, chunks of the batch), and a long K needs slabs that continue C's sum (β = 1).
+    let limits = tilemm::DeviceLimits {
+        max_binding_bytes: 2048,
+        ..gpu().info().limits
+    };
+    let small = GpuSession::open(Backend::Wgpu, None).unwrap().limit(limits);
+    let mut problems = contract_problems();
+    for (m, k, n, beta) in [(4, 700, 3, 0.0), (3, 900, 5, -1.5)] {
+        let p = Shape {
+            beta,
+            trans_b: true,
+            ..Shape::new(m, k, n)
+        };
+        problems.push((format!("long K {k}, beta {beta}"), p.problem().unwrap()));
+    }
+    let mut rng = StdRng::seed_from_u64(11);
+    for plan in [
+        Plan::default_for(Kernel::Naive),
+        Plan::default_for(Kernel::Tiled),
+    ] {
+        for (name, p) in &problems {
+            let schedule = small.schedule(p, &plan).unwrap();
+            assert!(!schedule.panels.is_whole(), "{name}: {schedule:?}");
+            let ops = inputs::random_operands(p, 2).unwrap();
+            let run = small
+                .gemm(p, &plan, &ops.a, &ops.b, ops.c0.as_ref())
+                .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));
+            assert_eq!(run.schedule, schedule);
+            let reference = Reference::new(p, &ops.a, &ops.b, ops.c0.as_ref()).unwrap();
+            let check = reference.check_passes(&run.c, run.schedule.passes).unwrap();
+            assert!(check.pass, "{plan}, {name}, panels: {check:?}");
+            let mut int = |len: usize, dtype: DType| {
+                HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
+            };
+            let a = int(p.a_len(), p.precision.input);
+            let b = int(p.b_len(), p.precision.input);
+            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+            let run = small.gemm(p, &plan, &a, &b, c0.as_ref()).unwrap();
+            let check = Reference::new(p, &a, &b, c0.as_ref())
+                .unwrap()
+                .check_passes(&run.c, run.schedule.passes)
+                .unwrap();
+            assert!(check.pass, "{plan}, {name}, integers: {check:?}");
+            assert_eq!(
+                check.all_exact(),
+                p.alpha.fract() == 0.0 && p.beta.fract() == 0.0,
+                "{plan}, {name}: {check:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak() {
     let p = Problem::new(19, 7, 21).unwrap();
     let reads = Shape {

@@ -12,7 +12,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::device::DeviceInfo;
+use crate::device::{DeviceInfo, DeviceLimits};
 use crate::element::HostData;
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceMatrix, GpuRun, Session};
@@ -136,6 +136,19 @@ impl GpuSession {
         }
     }
 
+    /// The session with its device's memory limits (binding, buffer, memory) lowered to
+    /// `limits`, never raised; see [`Session::limit`].
+    pub fn limit(self, limits: DeviceLimits) -> Self {
+        match self {
+            #[cfg(feature = "wgpu")]
+            GpuSession::Wgpu(s) => GpuSession::Wgpu(s.limit(limits)),
+            #[cfg(feature = "cuda")]
+            GpuSession::Cuda(s) => GpuSession::Cuda(s.limit(limits)),
+            #[cfg(feature = "hip")]
+            GpuSession::Hip(s) => GpuSession::Hip(s.limit(limits)),
+        }
+    }
+
     /// The backend this session runs on.
     pub fn backend(&self) -> Backend {
         match self {
@@ -162,6 +175,12 @@ impl GpuSession {
     /// that took; see [`Session::compile`].
     pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<std::time::Duration> {
         with_session!(self, s => s.compile(plan, problem))
+    }
+
+    /// How `problem` runs with `plan` here (panels, launches), or why it cannot; see
+    /// [`Session::schedule`].
+    pub fn schedule(&self, problem: &Problem, plan: &Plan) -> Result<crate::panels::Schedule> {
+        with_session!(self, s => s.schedule(problem, plan))
     }
 
     /// C = α·A·B + β·C with `plan`, uploaded, run and downloaded; see [`Session::gemm`].
