@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod array;
 pub mod backend;
 pub mod bench;
 pub mod compile_check;
