@@ -12,7 +12,7 @@ use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
 use tilemm::plan::format_bytes;
 use tilemm::run::{plan_host_memory, Inputs, RunOptions, Runner};
-use tilemm::{inputs, one_line, Backend, Config, DType, HostData, Plan, Precision, Problem, Shape};
+use tilemm::{inputs, one_line, Backend, Config, DType, Plan, Precision, Problem, Shape};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
 #[derive(Parser)]
@@ -106,13 +106,19 @@ struct RunArgs {
     /// Seed of the random inputs (uniform in [-1, 1)).
     #[arg(long, default_value_t = 0, conflicts_with = "a")]
     seed: u64,
-    /// Read A from a 2-D float32 .npy file, or a pipe such as `<(…)` (needs --b).
+    /// Read A from a 2-D float16, float32 or float64 .npy file, or a pipe such as `<(…)`
+    /// (needs --b). The files' dtype is the precision; a Fortran-order file is used as a
+    /// column-major view, not reordered.
     #[arg(long, requires = "b", value_name = "A.npy")]
     a: Option<PathBuf>,
-    /// Read B from a 2-D float32 .npy file (needs --a).
+    /// Read B from a .npy file of A's dtype (needs --a).
     #[arg(long, requires = "a", value_name = "B.npy")]
     b: Option<PathBuf>,
-    /// Write C to a float32 .npy file.
+    /// Read C's initial value from a .npy file of A's dtype (needs --a and a nonzero --beta);
+    /// C keeps the file's order.
+    #[arg(long, requires = "a", value_name = "C0.npy")]
+    c: Option<PathBuf>,
+    /// Write C to a .npy file in its dtype (bf16 as float32, exactly; 3-D for a batch).
     #[arg(long, value_name = "C.npy")]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -351,26 +357,24 @@ fn run_command(args: RunArgs) -> CommandResult {
     // fit.
     let outcome = match (&args.a, &args.b) {
         (Some(a_path), Some(b_path)) => {
-            let (problem, a_file, b_file) = inputs::open_operands(a_path, b_path)?;
-            let problem = Shape {
-                alpha: args.alpha,
-                beta: args.beta,
-                ..Shape::new(problem.m, problem.k, problem.n)
-            }
-            .problem()?;
+            let (problem, files) = inputs::OperandFiles::open(
+                a_path,
+                b_path,
+                args.c.as_deref(),
+                (args.alpha, args.beta),
+            )?;
             let runner = Runner::new(&problem, &options)?;
-            let (a, b) = (a_file.read()?, b_file.read()?);
-            let c0 = inputs::random_initial_c(&problem, args.seed)?;
+            let (a, b, c0) = files.read()?;
+            let c0 = match c0 {
+                Some(c0) => Some(c0),
+                None => inputs::random_initial_c(&problem, args.seed)?,
+            };
             let files = Inputs::Files {
                 a: a_path.clone(),
                 b: b_path.clone(),
+                c: args.c.clone(),
             };
-            let operands = inputs::Operands {
-                a: HostData::F32(a),
-                b: HostData::F32(b),
-                c0,
-            };
-            runner.run(&operands, files)?
+            runner.run(&inputs::Operands { a, b, c0 }, files)?
         }
         _ => {
             let problem = Shape {
@@ -387,20 +391,14 @@ fn run_command(args: RunArgs) -> CommandResult {
                 precision: Precision::of(args.dtype),
             }
             .problem()?;
-            if output.is_some() && (problem.batch > 1 || args.dtype != DType::F32) {
-                return Err(tilemm::Error::View(
-                    "--out writes one f32 matrix: drop --batch and --dtype, or --out".into(),
-                )
-                .into());
-            }
             let runner = Runner::new(&problem, &options)?;
             let operands = inputs::random_operands(&problem, args.seed)?;
             runner.run(&operands, Inputs::Random { seed: args.seed })?
         }
     };
     let problem = outcome.report.problem;
-    if let (Some(output), HostData::F32(c)) = (output, &outcome.c) {
-        output.write(problem.m, problem.n, c)?;
+    if let Some(output) = output {
+        output.write(&outcome.c, &problem.c, problem.batch)?;
     }
     let verdict = if outcome.report.pass {
         ExitCode::SUCCESS

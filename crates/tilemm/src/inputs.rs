@@ -3,23 +3,21 @@
 //! A `.npy` file is read in two steps: [`NpyMatrix::open`] reads and checks its header alone
 //! (shape, dtype, order, and, for a regular file, that its length matches), so that the problem
 //! it makes can be checked against the device and the host's memory before any data is read;
-//! [`NpyMatrix::read`] then reads the data once, straight into its final row-major buffer.
+//! [`NpyMatrix::read`] then reads the data once, straight into its final buffer, in the file's
+//! order: a Fortran-order file is a column-major view, not a reordered copy.
 //! Pipes, `/dev/stdin` and process substitution (`--a <(…)`) are read as streams.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use ndarray::ArrayView2;
-use ndarray_npy::{WriteNpyError, WriteNpyExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
 use crate::host;
-use crate::problem::DType;
-use crate::problem::Problem;
+use crate::problem::{DType, Layout, MatrixDesc, Precision, Problem};
 
 /// A problem's operands on the host: A, B, and C's initial contents when β ≠ 0.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,11 +77,13 @@ const MAX_HEADER_BYTES: usize = 10_000;
 /// deeper headers are refused before it sees them.
 const MAX_HEADER_NESTING: usize = 4;
 
-/// A 2-D float32 `.npy` file whose header has been read and checked; its data comes next.
+/// A 2-D float16, float32 or float64 `.npy` file whose header has been read and checked; its
+/// data comes next.
 pub struct NpyMatrix {
     path: PathBuf,
     rows: usize,
     cols: usize,
+    dtype: DType,
     fortran_order: bool,
     swap_bytes: bool,
     /// Whether the source is a regular file (then its length was checked against the header).
@@ -93,8 +93,8 @@ pub struct NpyMatrix {
 
 impl NpyMatrix {
     /// Opens `path` and reads its header. Refuses, in one line naming the file, anything that
-    /// is not a 2-D float32 array (either byte order, C or Fortran order), and a regular file
-    /// whose length does not match what the header describes.
+    /// is not a 2-D float16, float32 or float64 array (either byte order, C or Fortran order),
+    /// and a regular file whose length does not match what the header describes.
     pub fn open(path: &Path) -> Result<Self> {
         let error = |reason: String| Error::ReadMatrix {
             path: path.to_path_buf(),
@@ -111,10 +111,10 @@ impl NpyMatrix {
         }
         let mut reader = io::BufReader::new(file);
         let header = read_header(&mut reader).map_err(error)?;
-        let (rows, cols, fortran_order, swap_bytes) = header.matrix().map_err(error)?;
+        let (rows, cols, dtype, fortran_order, swap_bytes) = header.matrix().map_err(error)?;
         let data_bytes = (rows as u64)
             .checked_mul(cols as u64)
-            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| n.checked_mul(dtype.size_bytes() as u64))
             .filter(|&b| usize::try_from(b).is_ok() && b <= isize::MAX as u64)
             .ok_or_else(|| error(format!("its shape ({rows}, {cols}) is too large")))?;
         if regular {
@@ -137,6 +137,7 @@ impl NpyMatrix {
             path: path.to_path_buf(),
             rows,
             cols,
+            dtype,
             fortran_order,
             swap_bytes,
             regular,
@@ -154,47 +155,44 @@ impl NpyMatrix {
         &self.path
     }
 
-    /// Reads the data into a row-major buffer (Fortran order reordered on the way, the byte
-    /// order made native), allocated once with the exact size and filled as the data arrives.
-    pub fn read(mut self) -> Result<Vec<f32>> {
+    /// Its element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// How its elements lie in the data: row-major (C order) or column-major (Fortran order,
+    /// a view of the file's own order, not a reordered copy).
+    pub fn desc(&self) -> MatrixDesc {
+        if self.fortran_order {
+            MatrixDesc::col_major(self.rows, self.cols)
+        } else {
+            MatrixDesc::row_major(self.rows, self.cols)
+        }
+    }
+
+    /// Reads the data in the file's own order (see [`NpyMatrix::desc`]), the byte order made
+    /// native, into a buffer allocated once with the exact size and filled as it arrives.
+    pub fn read(mut self) -> Result<HostData> {
         let path = self.path.clone();
         let error = |reason: String| Error::ReadMatrix {
             path: path.clone(),
             reason,
         };
-        let (rows, cols) = (self.rows, self.cols);
-        let len = rows * cols;
+        let len = self.rows * self.cols;
+        let size = self.dtype.size_bytes();
         let what = format!("the data of {}", self.path.display());
-        let mut data: Vec<f32> = host::zeros(len, &what)?;
-        let truncated = |got: usize| {
-            error(format!(
+        let mut data = host::zeros_of(self.dtype, len, &what)?;
+        let bytes: &mut [u8] =
+            crate::with_data!(&mut data, v => bytemuck::cast_slice_mut(v.as_mut_slice()));
+        let got = fill(&mut self.reader, bytes).map_err(|e| error(e.to_string()))?;
+        if got < len * size {
+            return Err(error(format!(
                 "truncated: its header describes {} bytes of data but only {got} arrived",
-                len * 4
-            ))
-        };
-        if self.fortran_order {
-            // Column-major on disk: read a chunk, scatter it into its rows.
-            let mut chunk = host::zeros::<f32>(len.min(1 << 18), &what)?;
-            let mut done = 0;
-            while done < len {
-                let n = chunk.len().min(len - done);
-                let got = fill(&mut self.reader, as_bytes_mut(&mut chunk[..n]))
-                    .map_err(|e| error(e.to_string()))?;
-                if got < n * 4 {
-                    return Err(truncated(done * 4 + got));
-                }
-                for (offset, &x) in chunk[..n].iter().enumerate() {
-                    let e = done + offset;
-                    data[(e % rows) * cols + e / rows] = x;
-                }
-                done += n;
-            }
-        } else {
-            let got = fill(&mut self.reader, as_bytes_mut(&mut data))
-                .map_err(|e| error(e.to_string()))?;
-            if got < len * 4 {
-                return Err(truncated(got));
-            }
+                len * size
+            )));
+        }
+        if self.swap_bytes {
+            bytes.chunks_exact_mut(size).for_each(<[u8]>::reverse);
         }
         if !self.regular {
             let mut extra = [0u8; 1];
@@ -209,11 +207,6 @@ impl NpyMatrix {
                      array)"
                         .into(),
                 ));
-            }
-        }
-        if self.swap_bytes {
-            for x in &mut data {
-                *x = f32::from_bits(x.to_bits().swap_bytes());
             }
         }
         Ok(data)
@@ -232,12 +225,6 @@ fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(got)
-}
-
-fn as_bytes_mut(data: &mut [f32]) -> &mut [u8] {
-    // SAFETY: the byte view covers exactly the slice's memory, and every byte pattern is a
-    // valid f32.
-    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), size_of_val(data)) }
 }
 
 /// What a .npy header says.
@@ -358,30 +345,41 @@ fn nesting(text: &str) -> usize {
 }
 
 impl Header {
-    /// (rows, columns, Fortran order, whether to swap bytes) of a 2-D float32 array.
-    fn matrix(&self) -> std::result::Result<(usize, usize, bool, bool), String> {
+    /// (rows, columns, element type, Fortran order, whether to swap bytes) of a 2-D float16,
+    /// float32 or float64 array.
+    fn matrix(&self) -> std::result::Result<(usize, usize, DType, bool, bool), String> {
         let descr = self.descr.as_string().map(String::as_str);
         let little = cfg!(target_endian = "little");
-        let swap = match descr {
-            Some("<f4") => !little,
-            Some(">f4") => little,
-            // '=' is the writer's native order, which numpy writes out as '<' or '>'; a file
-            // that says '=' (or nothing) is read in this machine's order, as numpy reads it.
-            Some("=f4" | "f4" | "|f4") => false,
-            _ => {
-                // Debug formatting keeps whatever the file says on one line.
-                let found = match descr {
-                    Some(d) => format!("'{}'", d.escape_debug()),
-                    None => format!("{:?}", self.descr.to_string()),
-                };
-                return Err(format!(
-                    "expected dtype float32 ('<f4'), found {found} (convert with \
-                     `a.astype(np.float32)`)"
-                ));
-            }
+        // '=' is the writer's native order, which numpy writes out as '<' or '>'; a file that
+        // says '=' (or nothing) is read in this machine's order, as numpy reads it.
+        let parsed = descr.and_then(|d| {
+            let (swap, kind) = match d.as_bytes().first()? {
+                b'<' => (!little, &d[1..]),
+                b'>' => (little, &d[1..]),
+                b'=' | b'|' => (false, &d[1..]),
+                _ => (false, d),
+            };
+            let dtype = match kind {
+                "f2" => DType::F16,
+                "f4" => DType::F32,
+                "f8" => DType::F64,
+                _ => return None,
+            };
+            Some((dtype, swap))
+        });
+        let Some((dtype, swap)) = parsed else {
+            // Debug formatting keeps whatever the file says on one line.
+            let found = match descr {
+                Some(d) => format!("'{}'", d.escape_debug()),
+                None => format!("{:?}", self.descr.to_string()),
+            };
+            return Err(format!(
+                "expected dtype float16, float32 or float64 ('<f2', '<f4', '<f8'), found \
+                 {found} (convert with `a.astype(np.float32)`)"
+            ));
         };
         match self.shape[..] {
-            [rows, cols] => Ok((rows, cols, self.fortran_order, swap)),
+            [rows, cols] => Ok((rows, cols, dtype, self.fortran_order, swap)),
             _ => Err(format!(
                 "expected a 2-D array (a matrix), found {} dimension(s)",
                 self.shape.len()
@@ -390,12 +388,85 @@ impl Header {
     }
 }
 
-/// Opens the `.npy` files of A and B (headers only) and makes the problem their shapes give.
-pub fn open_operands(a_path: &Path, b_path: &Path) -> Result<(Problem, NpyMatrix, NpyMatrix)> {
-    let a = NpyMatrix::open(a_path)?;
-    let b = NpyMatrix::open(b_path)?;
-    let problem = Problem::from_shapes(a.shape(), b.shape())?;
-    Ok((problem, a, b))
+/// `.npy` files of a product, headers read: A, B and, optionally, C's initial value.
+pub struct OperandFiles {
+    /// A's file.
+    pub a: NpyMatrix,
+    /// B's file.
+    pub b: NpyMatrix,
+    /// C₀'s file, read when β ≠ 0.
+    pub c: Option<NpyMatrix>,
+}
+
+impl OperandFiles {
+    /// Opens the files (headers only) and makes the problem C = α·A·B + β·C₀ they describe:
+    /// the files' element type (A and B alike; C₀ the same), each file's order as its view
+    /// (a Fortran-order file is a column-major view), C laid out as C₀'s file when there is
+    /// one, else row-major.
+    pub fn open(
+        a: &Path,
+        b: &Path,
+        c: Option<&Path>,
+        (alpha, beta): (f64, f64),
+    ) -> Result<(Problem, OperandFiles)> {
+        let files = OperandFiles {
+            a: NpyMatrix::open(a)?,
+            b: NpyMatrix::open(b)?,
+            c: c.map(NpyMatrix::open).transpose()?,
+        };
+        let ((m, k), (k_b, n)) = (files.a.shape(), files.b.shape());
+        if k != k_b {
+            return Err(Error::ShapeMismatch {
+                a_rows: m,
+                a_cols: k,
+                b_rows: k_b,
+                b_cols: n,
+            });
+        }
+        let dtype = files.a.dtype();
+        for other in std::iter::once(&files.b).chain(&files.c) {
+            if other.dtype() != dtype {
+                return Err(Error::Precision(format!(
+                    "{} holds {} but {} holds {dtype}: give every file the same dtype",
+                    other.path().display(),
+                    other.dtype(),
+                    files.a.path().display()
+                )));
+            }
+        }
+        let c_desc = match &files.c {
+            Some(c) if c.shape() != (m, n) => {
+                return Err(Error::View(format!(
+                    "{} is {}×{} but C = A·B is {m}×{n}",
+                    c.path().display(),
+                    c.rows,
+                    c.cols
+                )))
+            }
+            Some(c) => c.desc(),
+            None => MatrixDesc::row_major(m, n),
+        };
+        let problem = Problem::general(
+            (m, k, n, 1),
+            files.a.desc(),
+            files.b.desc(),
+            c_desc,
+            (alpha, beta),
+            Precision::of(dtype),
+        )?;
+        if files.c.is_some() && !problem.reads_c() {
+            return Err(Error::View(
+                "C₀ is given but β = 0 does not read it: give --beta too".into(),
+            ));
+        }
+        Ok((problem, files))
+    }
+
+    /// Reads the data: A, B and C₀ (when β ≠ 0 and given).
+    pub fn read(self) -> Result<(HostData, HostData, Option<HostData>)> {
+        let c = self.c.map(NpyMatrix::read).transpose()?;
+        Ok((self.a.read()?, self.b.read()?, c))
+    }
 }
 
 /// Where C goes, prepared before the run so that an unusable destination is refused first.
@@ -482,23 +553,54 @@ impl Output {
         })
     }
 
-    /// Writes C (rows×cols, row-major) as a float32 `.npy` file and puts it in place.
-    pub fn write(self, rows: usize, cols: usize, data: &[f32]) -> Result<()> {
+    /// Writes C (`batch` matrices laid out as `desc` in `c`) as a `.npy` file in its own
+    /// dtype (bf16, which numpy lacks, as float32: exactly) and puts it in place: a row-major
+    /// C in C order (3-D for a batch), a column-major one in Fortran order, no reordering.
+    pub fn write(self, c: &HostData, desc: &MatrixDesc, batch: usize) -> Result<()> {
+        let (rows, cols) = (desc.rows, desc.cols);
+        let dense = desc.offset == 0 && (batch == 1 || desc.batch_stride == rows * cols);
+        let fortran = match desc.layout() {
+            _ if !dense => None,
+            Layout::RowMajor if desc.row_stride == cols || rows == 1 => Some(false),
+            Layout::ColMajor if batch == 1 && (desc.col_stride == rows || cols == 1) => Some(true),
+            _ => None,
+        };
+        let Some(fortran) = fortran else {
+            return Err(Error::WriteMatrix {
+                path: self.path,
+                reason: "C is not a dense row- or column-major matrix".into(),
+            });
+        };
+        let shape: Vec<usize> = if batch > 1 {
+            vec![batch, rows, cols]
+        } else {
+            vec![rows, cols]
+        };
+        let len = batch * rows * cols;
+        match c {
+            HostData::BF16(v) => {
+                let wide: Vec<f32> = v[..len].iter().map(|x| x.to_f32()).collect();
+                self.write_raw(DType::F32, fortran, &shape, bytemuck::cast_slice(&wide))
+            }
+            _ => {
+                let size = c.dtype().size_bytes();
+                self.write_raw(c.dtype(), fortran, &shape, &c.as_bytes()[..len * size])
+            }
+        }
+    }
+
+    fn write_raw(self, dtype: DType, fortran: bool, shape: &[usize], data: &[u8]) -> Result<()> {
         let path = self.path;
         let error = |reason: String| Error::WriteMatrix {
             path: path.clone(),
             reason,
         };
         let io_error = |e: io::Error| error(e.to_string());
-        let view = ArrayView2::from_shape((rows, cols), data).map_err(|e| error(e.to_string()))?;
+        let header = npy_header(dtype, fortran, shape);
         let write = |file: &File| -> Result<()> {
             let mut writer = BufWriter::with_capacity(1 << 20, file);
-            view.write_npy(&mut writer).map_err(|e| {
-                error(match e {
-                    WriteNpyError::Io(io) => io.to_string(),
-                    other => other.to_string(),
-                })
-            })?;
+            writer.write_all(&header).map_err(io_error)?;
+            writer.write_all(data).map_err(io_error)?;
             writer.flush().map_err(io_error)
         };
         match self.target {
@@ -513,6 +615,39 @@ impl Output {
             Target::Stream(file) => write(&file),
         }
     }
+}
+
+/// A version-1 `.npy` header for data of `dtype` in this machine's byte order, padded (as
+/// numpy pads it) so that the data starts at a multiple of 64 bytes.
+fn npy_header(dtype: DType, fortran: bool, shape: &[usize]) -> Vec<u8> {
+    let order = if cfg!(target_endian = "little") {
+        '<'
+    } else {
+        '>'
+    };
+    let kind = match dtype {
+        DType::F16 | DType::BF16 => "f2",
+        DType::F32 => "f4",
+        DType::F64 => "f8",
+    };
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let fortran = if fortran { "True" } else { "False" };
+    let dict =
+        format!("{{'descr': '{order}{kind}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
+    let unpadded = MAGIC.len() + 4 + dict.len() + 1;
+    let text = format!(
+        "{dict}{}\n",
+        " ".repeat(unpadded.next_multiple_of(64) - unpadded)
+    );
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend_from_slice(&[1, 0]);
+    bytes.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(text.as_bytes());
+    bytes
 }
 
 /// Whether `path` is one of the names of an open file descriptor.
@@ -587,16 +722,33 @@ fn set_default_mode(_: &File) -> io::Result<()> {
 }
 
 /// Reads a 2-D float32 `.npy` file: its shape (rows, columns) and its elements in row-major
-/// order. For a problem's operands, [`open_operands`] checks both headers before reading data.
+/// order (a Fortran-order file reordered). For a problem's operands, [`OperandFiles::open`]
+/// checks the headers before reading data and keeps each file's order as a view.
 pub fn read_matrix(path: &Path) -> Result<((usize, usize), Vec<f32>)> {
     let matrix = NpyMatrix::open(path)?;
-    let shape = matrix.shape();
-    Ok((shape, matrix.read()?))
+    let (shape, desc) = (matrix.shape(), matrix.desc());
+    let data = matrix.read()?;
+    let HostData::F32(data) = data else {
+        return Err(Error::ReadMatrix {
+            path: path.to_path_buf(),
+            reason: format!("expected float32, found {}", data.dtype()),
+        });
+    };
+    if desc.layout() != Layout::ColMajor {
+        return Ok((shape, data));
+    }
+    let mut rows = host::with_capacity(data.len(), "a matrix reordered to rows")?;
+    rows.extend(
+        (0..shape.0)
+            .flat_map(|i| (0..shape.1).map(move |j| (i, j)))
+            .map(|(i, j)| data[desc.index(0, i, j)]),
+    );
+    Ok((shape, rows))
 }
 
 /// Writes a rows×cols row-major f32 matrix as a `.npy` file (see [`Output`]).
 pub fn write_matrix(path: &Path, rows: usize, cols: usize, data: &[f32]) -> Result<()> {
-    Output::create(path)?.write(rows, cols, data)
+    Output::create(path)?.write_raw(DType::F32, false, &[rows, cols], bytemuck::cast_slice(data))
 }
 
 #[cfg(test)]
@@ -670,6 +822,88 @@ mod tests {
     }
 
     #[test]
+    fn half_and_double_files_round_trip_and_fortran_order_is_a_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.npy");
+        for dtype in [DType::F16, DType::F32, DType::F64, DType::BF16] {
+            let data = HostData::from_f64(dtype, (0..6).map(|x| x as f64 / 4.0));
+            for desc in [MatrixDesc::row_major(2, 3), MatrixDesc::col_major(2, 3)] {
+                Output::create(&path)
+                    .unwrap()
+                    .write(&data, &desc, 1)
+                    .unwrap();
+                let file = NpyMatrix::open(&path).unwrap();
+                // bf16 has no numpy dtype: it is written as float32, exactly.
+                let stored = if dtype == DType::BF16 {
+                    DType::F32
+                } else {
+                    dtype
+                };
+                assert_eq!(
+                    (file.dtype(), file.shape(), file.desc()),
+                    (stored, (2, 3), desc)
+                );
+                let back = file.read().unwrap();
+                assert_eq!(back.dtype(), stored);
+                assert!(
+                    (0..6).all(|i| back.get(i) == data.get(i)),
+                    "{dtype} {desc:?}"
+                );
+            }
+        }
+        // A batch is written as a 3-D array, which numpy reads and `run` does not.
+        let data = HostData::from_f64(DType::F32, (0..12).map(f64::from));
+        Output::create(&path)
+            .unwrap()
+            .write(&data, &MatrixDesc::row_major(2, 3), 2)
+            .unwrap();
+        let err = read_matrix(&path).unwrap_err().to_string();
+        assert!(err.contains("found 3 dimension(s)"), "{err}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            (bytes.len() - 12 * 4) % 64,
+            0,
+            "the data starts 64-byte aligned"
+        );
+        assert!(String::from_utf8_lossy(&bytes).contains("'shape': (2, 2, 3)"));
+    }
+
+    #[test]
+    fn operand_files_make_the_problem_with_each_files_order_as_its_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let save = |name: &str, rows, cols, desc: MatrixDesc, dtype| {
+            let path = dir.path().join(name);
+            let data = HostData::from_f64(dtype, (0..rows * cols).map(|x| x as f64));
+            Output::create(&path)
+                .unwrap()
+                .write(&data, &desc, 1)
+                .unwrap();
+            path
+        };
+        let f64s = DType::F64;
+        let a = save("a", 4, 3, MatrixDesc::col_major(4, 3), f64s);
+        let b = save("b", 3, 5, MatrixDesc::row_major(3, 5), f64s);
+        let c = save("c", 4, 5, MatrixDesc::col_major(4, 5), f64s);
+        let (p, files) = OperandFiles::open(&a, &b, Some(&c), (1.0, 2.0)).unwrap();
+        assert_eq!(p.precision, Precision::of(DType::F64));
+        assert_eq!(
+            (p.a.layout(), p.b.layout()),
+            (Layout::ColMajor, Layout::RowMajor)
+        );
+        assert_eq!(p.c, MatrixDesc::col_major(4, 5));
+        let (_, _, c0) = files.read().unwrap();
+        assert_eq!(c0.map(|c| c.len()), Some(20));
+        // C₀ without β, a C₀ of the wrong shape, mixed dtypes: each refused in one line.
+        let err = |r: Result<(Problem, OperandFiles)>| r.err().unwrap().to_string();
+        assert!(err(OperandFiles::open(&a, &b, Some(&c), (1.0, 0.0))).contains("--beta"));
+        let small = save("s", 2, 2, MatrixDesc::row_major(2, 2), f64s);
+        assert!(err(OperandFiles::open(&a, &b, Some(&small), (1.0, 1.0))).contains("4×5"));
+        let f32_b = save("b32", 3, 5, MatrixDesc::row_major(3, 5), DType::F32);
+        assert!(err(OperandFiles::open(&a, &f32_b, None, (1.0, 0.0))).contains("same dtype"));
+        assert!(err(OperandFiles::open(&b, &a, None, (1.0, 0.0))).contains("don't chain"));
+    }
+
+    #[test]
     fn every_byte_order_numpy_writes_is_read() {
         let dir = tempfile::tempdir().unwrap();
         let values = [1.5f32, -2.0, 3.25, 1e-3];
@@ -737,10 +971,10 @@ mod tests {
             (
                 "f64",
                 raw_npy(
-                    "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+                    "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }",
                     &[0; 32],
                 ),
-                "expected dtype float32 ('<f4'), found '<f8'",
+                "expected dtype float16, float32 or float64 ('<f2', '<f4', '<f8'), found '<i8'",
             ),
             (
                 "vec",

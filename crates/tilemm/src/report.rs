@@ -129,8 +129,13 @@ impl fmt::Display for Report {
             Inputs::Random { seed } => {
                 writeln!(f, "inputs      random, uniform in [-1, 1), seed {seed}")?
             }
-            Inputs::Files { a, b } => {
-                writeln!(f, "inputs      A {}, B {}", a.display(), b.display())?
+            Inputs::Files { a, b, c } => {
+                write!(f, "inputs      A {}, B {}", a.display(), b.display())?;
+                match c {
+                    Some(c) => writeln!(f, ", C₀ {}", c.display())?,
+                    None if p.reads_c() => writeln!(f, ", C₀ random, uniform in [-1, 1)")?,
+                    None => writeln!(f)?,
+                }
             }
         }
         for note in &self.notes {

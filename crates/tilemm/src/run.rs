@@ -44,6 +44,8 @@ pub enum Inputs {
         a: PathBuf,
         /// B's file.
         b: PathBuf,
+        /// C₀'s file, if given (else C₀ is random when β ≠ 0).
+        c: Option<PathBuf>,
     },
 }
 
