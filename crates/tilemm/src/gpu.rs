@@ -8,6 +8,7 @@ use cubecl::ir::{ElemType, FloatKind, StorageType};
 use cubecl::prelude::*;
 use cubecl::profile::TimingMethod;
 use cubecl::server::Handle;
+use serde::Serialize;
 
 use crate::device::{DeviceInfo, DeviceLimits, TypeSupport};
 use crate::element::HostData;
@@ -67,6 +68,17 @@ impl DeviceMatrix {
     pub fn stored(&self) -> Stored {
         self.stored
     }
+}
+
+/// Device memory held by a session ([`Session::memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceMemory {
+    /// Buffers alive.
+    pub allocations: u64,
+    /// Bytes in live buffers.
+    pub in_use: u64,
+    /// Bytes reserved in the runtime's pools (live buffers and room kept for reuse).
+    pub reserved: u64,
 }
 
 /// One GPU product and where its time went.
@@ -303,6 +315,20 @@ impl<R: Runtime> Session<R> {
             }
         };
         Ok(data)
+    }
+
+    /// The device memory CubeCL holds for this session: bytes in live buffers, and bytes
+    /// reserved in its pools (kept for reuse after buffers are dropped).
+    pub fn memory(&self) -> Result<DeviceMemory> {
+        let usage = self
+            .client
+            .memory_usage()
+            .map_err(|e| self.error(format!("{e:?}")))?;
+        Ok(DeviceMemory {
+            allocations: usage.number_allocs,
+            in_use: usage.bytes_in_use,
+            reserved: usage.bytes_reserved,
+        })
     }
 
     /// Waits until the device is idle.

@@ -1,23 +1,15 @@
 //! The ndarray interface on a real Vulkan device (lavapipe on machines without a GPU): views
 //! of every kind against an f64 product computed here by ndarray, independent of tilemm.
 
-use std::sync::OnceLock;
+mod common;
 
+use common::gpu;
 use half::f16;
 use ndarray::{s, Array, Array2, Array3, ArrayView2, Axis, ShapeBuilder};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::array::Gemm;
-use tilemm::{Backend, Element, Error, GpuSession};
-
-fn gpu() -> &'static GpuSession {
-    static GPU: OnceLock<GpuSession> = OnceLock::new();
-    GPU.get_or_init(|| {
-        GpuSession::open(Backend::Wgpu, None).unwrap_or_else(|e| {
-            panic!("these tests run the kernels on a wgpu device and found none: {e}")
-        })
-    })
-}
+use tilemm::{Element, Error};
 
 fn random<Sh: ShapeBuilder>(shape: Sh, integers: bool, rng: &mut StdRng) -> Array<f32, Sh::Dim> {
     Array::from_shape_simple_fn(shape, || {

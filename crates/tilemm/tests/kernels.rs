@@ -2,8 +2,9 @@
 //!
 //! These tests need a wgpu adapter and fail, with the install hint, when there is none.
 
-use std::sync::OnceLock;
+mod common;
 
+use common::{every_plan, gpu};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::backend::list_devices;
@@ -12,15 +13,6 @@ use tilemm::{
     inputs, Backend, DType, GpuSession, HostData, Kernel, MatrixDesc, Plan, Precision, Problem,
     Shape,
 };
-
-fn gpu() -> &'static GpuSession {
-    static GPU: OnceLock<GpuSession> = OnceLock::new();
-    GPU.get_or_init(|| {
-        GpuSession::open(Backend::Wgpu, None).unwrap_or_else(|e| {
-            panic!("these tests run the kernels on a wgpu device and found none: {e}")
-        })
-    })
-}
 
 /// Shapes that catch edge-tile bugs: degenerate, K=1, primes, non-multiples of every TPB, tall
 /// and skinny, short and wide, exact multiples.
@@ -57,15 +49,6 @@ fn exact_product(p: &Problem, a: &[f32], b: &[f32]) -> Vec<f32> {
         }
     }
     c.into_iter().map(|v| v as f32).collect()
-}
-
-/// Every configuration of every rung: the registry decides what the tests cover.
-fn every_plan() -> Vec<Plan> {
-    Kernel::ALL
-        .iter()
-        .flat_map(|k| k.configs())
-        .map(Plan::new)
-        .collect()
 }
 
 fn f32s(data: &HostData) -> &[f32] {

@@ -227,6 +227,11 @@ impl GpuSession {
         with_session!(self, s => s.profile(work))
     }
 
+    /// Device memory the session holds; see [`Session::memory`].
+    pub fn memory(&self) -> Result<crate::gpu::DeviceMemory> {
+        with_session!(self, s => s.memory())
+    }
+
     /// Waits until the device is idle.
     pub fn sync(&self) -> Result<()> {
         with_session!(self, s => s.sync())
