@@ -166,6 +166,10 @@ struct CompileCheckArgs {
     /// Tile sizes, comma-separated: short for `RUNG:tpb=T` settings.
     #[arg(long, value_delimiter = ',')]
     tpb: Vec<u32>,
+    /// Element types, comma-separated, each in its own precision (f16 and bf16 accumulate in
+    /// f32).
+    #[arg(long, value_delimiter = ',', default_value = "f32,f16,bf16,f64")]
+    dtypes: Vec<DType>,
     /// A directory holding cuda_runtime.h (default: CUDA_PATH, /usr/local/cuda, or the PyPI
     /// wheel next to libnvrtc on LD_LIBRARY_PATH).
     #[arg(long, value_name = "DIR")]
@@ -562,9 +566,16 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     }
     let mut results = Vec::new();
     let mut failures = 0;
-    for plan in &plans {
-        for arch in &args.archs {
-            match compile_check::check(plan, arch, &tools) {
+    let (dtypes, archs) = (&args.dtypes, &args.archs);
+    let every = plans.iter().flat_map(|plan| {
+        dtypes
+            .iter()
+            .flat_map(move |&dtype| archs.iter().map(move |arch| (plan, dtype, arch)))
+    });
+    {
+        for (plan, dtype, arch) in every {
+            let precision = Precision::of(dtype);
+            match compile_check::check(plan, precision, arch, &tools) {
                 Ok(usage) => {
                     let spill = usage.forbidden_spill();
                     failures += usize::from(spill);
@@ -576,10 +587,16 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                 Err(err) => {
                     failures += 1;
                     if !args.json {
-                        say!("{:<16} {:<8} FAIL: {err}", plan.to_string(), arch);
+                        say!(
+                            "{:<16} {:<8} {:<9} FAIL: {err}",
+                            plan.to_string(),
+                            arch.name,
+                            compile_check::short_name(precision)
+                        );
                     }
                     results.push(serde_json::json!({
-                        "plan": plan, "arch": arch.name, "error": err.to_string(), "pass": false,
+                        "plan": plan, "precision": precision, "arch": arch.name,
+                        "error": err.to_string(), "pass": false,
                     }));
                 }
             }
@@ -598,7 +615,9 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
         {
             match compile_check::hip_headers() {
                 Some(dir) => say!(
-                    "AMD sources were also compiled against the HIP headers in {}",
+                    "AMD sources were also compiled against the HIP headers in {} (those \
+                     including a header missing there, such as hip_bf16.h before ROCm 6, \
+                     against tilemm's stand-ins only)",
                     dir.display()
                 ),
                 None => say!(

@@ -665,6 +665,8 @@ fn compile_check_reports_amd_resources_through_clang() {
         "naive,tiled",
         "--tpb",
         "16",
+        "--dtypes",
+        "f32",
     ]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
@@ -684,15 +686,28 @@ fn compile_check_reports_amd_resources_through_clang() {
             .unwrap_or_else(|| panic!("no {kernel} × {arch} row in\n{text}"));
         let fields: Vec<&str> = row.split_whitespace().collect();
         // registers are "N V + M S", then spills, static and dynamic shared bytes.
-        let vgprs: u32 = fields[2].parse().unwrap();
+        assert_eq!(fields[2], "f32", "{row}");
+        let vgprs: u32 = fields[3].parse().unwrap();
         assert!(vgprs > 0 && vgprs <= 256, "{row}");
-        assert_eq!(fields[7], "0", "spills in {row}");
+        assert_eq!(fields[8], "0", "spills in {row}");
         let dynamic = if kernel == "tiled" { "2048" } else { "0" };
-        assert_eq!(fields[9], dynamic, "dynamic shared bytes in {row}");
+        assert_eq!(fields[10], dynamic, "dynamic shared bytes in {row}");
     }
     assert!(text.trim_end().ends_with("4 compiled, 0 failed"), "{text}");
     // Says whether the sources were also checked against ROCm's own headers.
     assert!(text.contains("HIP headers"), "{text}");
+    // Every precision compiles, by default.
+    let out = tilemm(&["compile-check", "--archs", "gfx90a", "--kernels", "tiled"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    for dtype in ["f32", "f16", "bf16", "f64"] {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some(dtype)),
+            "no {dtype} row in\n{text}"
+        );
+    }
+    assert!(text.contains("4 compiled, 0 failed"), "{text}");
 }
 
 #[test]
@@ -732,6 +747,8 @@ fn compile_check_reports_nvidia_resources_through_nvrtc() {
         "tiled",
         "--tpb",
         "8,32",
+        "--dtypes",
+        "f32",
     ]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
@@ -741,10 +758,10 @@ fn compile_check_reports_nvidia_resources_through_nvrtc() {
             .find(|l| l.starts_with(&format!("tiled:tpb={tpb} ")) && l.contains(arch))
             .unwrap_or_else(|| panic!("no row for TPB={tpb} on {arch} in\n{text}"));
         let fields: Vec<&str> = row.split_whitespace().collect();
-        let registers: u32 = fields[2].parse().unwrap();
+        let registers: u32 = fields[3].parse().unwrap();
         assert!(registers > 0 && registers <= 255, "{row}");
-        assert_eq!(fields[3], "0", "spills in {row}");
-        assert_eq!(fields[5], dynamic, "{row}");
+        assert_eq!(fields[4], "0", "spills in {row}");
+        assert_eq!(fields[6], dynamic, "{row}");
     }
 }
 
@@ -856,6 +873,8 @@ fn compile_check_fails_on_a_compile_error_and_on_a_spill() {
             "tiled",
             "--tpb",
             "16",
+            "--dtypes",
+            "f32",
             "--clang",
             clang.to_str().unwrap(),
         ])

@@ -365,15 +365,15 @@ impl Report {
             let verdict = if !self.inputs.random() {
                 format!(
                     "no statistical expectation for these inputs (random data keeps a correct \
-                     {dtype} kernel near √K; structured data can reach K = {})",
+                     kernel accumulating in {acc} near √K; structured data can reach K = {})",
                     p.k
                 )
             } else if ulps <= level {
-                format!("within what random inputs give {dtype} accumulation (≲ √K)")
+                format!("within what random inputs give {acc} accumulation (≲ √K)")
             } else {
                 format!(
-                    "WARNING: above 2√K, which random inputs keep a correct {dtype} kernel \
-                     below: lower precision (TF32, f16, bf16) somewhere?"
+                    "WARNING: above 2√K, which random inputs keep a correct kernel accumulating \
+                     in {acc} below: lower precision (TF32, f16, bf16) somewhere?"
                 )
             };
             writeln!(

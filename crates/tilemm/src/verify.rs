@@ -271,10 +271,10 @@ impl<'a> Reference<'a> {
         let stats = |d: &HostData| crate::with_data!(d, v => Stats::of(v));
         let (sa, sb) = (stats(a), stats(b));
         let sc = c0.map(stats);
+        // A device that flushes subnormal inputs loses each term they are in: at most the
+        // input type's smallest normal times the other factor.
         let subnormal_slack = if sa.subnormal || sb.subnormal {
-            problem.precision.accumulate.smallest_normal()
-                * problem.k as f64
-                * (sa.largest + sb.largest)
+            problem.precision.input.smallest_normal() * problem.k as f64 * (sa.largest + sb.largest)
         } else {
             0.0
         };

@@ -28,12 +28,15 @@ pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 use crate::emit::{self, Target};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
+use crate::problem::Precision;
 
 /// What one compilation used, per kernel and target.
 #[derive(Clone, Debug, Serialize)]
 pub struct ResourceUsage {
     /// The kernel and its configuration.
     pub plan: Plan,
+    /// The element types it was compiled for.
+    pub precision: Precision,
     /// The target architecture, e.g. `sm_90` or `gfx90a`.
     pub arch: String,
     /// Registers per thread (NVIDIA) or vector registers per lane (AMD VGPRs).
@@ -71,9 +74,10 @@ impl fmt::Display for ResourceUsage {
         let (active, max) = self.occupancy;
         write!(
             f,
-            "{:<16} {:<8} {:>12} {:>7} {:>8} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
+            "{:<16} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
             self.plan.to_string(),
             self.arch,
+            short_name(self.precision),
             registers,
             self.spills,
             self.static_shared_bytes,
@@ -88,7 +92,16 @@ impl fmt::Display for ResourceUsage {
 
 /// The column headings matching [`ResourceUsage`]'s `Display`.
 pub const TABLE_HEADER: &str =
-    "kernel           arch        registers  spills  static B  dynamic B  occupancy     limit";
+    "kernel           arch     precision    registers  spills  static B  dynamic B  occupancy     limit";
+
+/// A precision in one word: its type, or input→output where they differ.
+pub fn short_name(precision: Precision) -> String {
+    if precision.input == precision.output {
+        precision.input.to_string()
+    } else {
+        format!("{}→{}", precision.input, precision.output)
+    }
+}
 
 /// Where to find the tools.
 #[derive(Clone, Debug, Default)]
@@ -118,18 +131,23 @@ pub fn preflight(archs: &[Arch], tools: &Toolchain) -> Result<()> {
     Ok(())
 }
 
-/// Compiles `plan`'s kernel for `arch` and reports what it uses.
-pub fn check(plan: &Plan, arch: &Arch, tools: &Toolchain) -> Result<ResourceUsage> {
+/// Compiles `plan`'s kernel in `precision` for `arch` and reports what it uses.
+pub fn check(
+    plan: &Plan,
+    precision: Precision,
+    arch: &Arch,
+    tools: &Toolchain,
+) -> Result<ResourceUsage> {
     match arch.vendor {
         Vendor::Nvidia => {
             #[cfg(feature = "cuda")]
             {
-                let source = emit::source(plan, Target::Cuda)?;
-                nvidia::check(plan, arch, &source, tools)
+                let source = emit::source_for(plan, precision, Target::Cuda)?;
+                nvidia::check(plan, precision, arch, &source, tools)
             }
             #[cfg(not(feature = "cuda"))]
             {
-                let _ = tools;
+                let _ = (tools, precision);
                 Err(Error::BackendNotBuilt {
                     backend: "cuda (NVRTC for the NVIDIA compile check)",
                     feature: "cuda",
@@ -137,8 +155,8 @@ pub fn check(plan: &Plan, arch: &Arch, tools: &Toolchain) -> Result<ResourceUsag
             }
         }
         Vendor::Amd => {
-            let source = emit::source(plan, Target::Hip)?;
-            amd::check(plan, arch, &source, tools)
+            let source = emit::source_for(plan, precision, Target::Hip)?;
+            amd::check(plan, precision, arch, &source, tools)
         }
     }
 }

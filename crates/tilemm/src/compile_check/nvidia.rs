@@ -71,6 +71,7 @@ pub(super) fn preflight(tools: &Toolchain) -> Result<PathBuf> {
 
 pub(super) fn check(
     plan: &Plan,
+    precision: crate::problem::Precision,
     arch: &Arch,
     source: &str,
     tools: &Toolchain,
@@ -112,7 +113,7 @@ pub(super) fn check(
         + number_before(&log, " bytes spill loads").unwrap_or(0);
     let static_shared = number_before(&log, " bytes smem").unwrap_or(0);
     let shape_threads = plan.threads_per_block();
-    let dynamic_shared = plan.shared_bytes(crate::problem::Precision::F32) as u64;
+    let dynamic_shared = plan.shared_bytes(precision) as u64;
     let (warps, limit) = nvidia_occupancy(
         arch,
         shape_threads,
@@ -121,6 +122,7 @@ pub(super) fn check(
     );
     Ok(ResourceUsage {
         plan: *plan,
+        precision,
         arch: arch.name.to_string(),
         registers: registers as u32,
         scalar_registers: None,
