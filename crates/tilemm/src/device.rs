@@ -130,3 +130,21 @@ pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
         types: TypeSupport::default(),
     }
 }
+
+/// A device with lavapipe's limits (128 MiB bindings) and f16, for tests of planning.
+#[cfg(test)]
+pub(crate) fn test_lavapipe() -> DeviceInfo {
+    let mut device = test_device(0, DeviceKind::Cpu);
+    device.name = "dev".into();
+    device.limits = DeviceLimits {
+        max_shared_bytes: 32768,
+        max_units_per_cube: 1024,
+        max_cube_dim: [1024, 1024, 64],
+        max_cube_count: [65535, 65535, 65535],
+        max_binding_bytes: 128 << 20,
+        max_buffer_bytes: (1 << 31) - 1,
+        memory_bytes: None,
+    };
+    device.types.f16 = true;
+    device
+}

@@ -382,22 +382,10 @@ fn copy_line<T: Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{test_device, DeviceKind, DeviceLimits};
     use crate::problem::{DType, Shape};
 
     fn lavapipe() -> DeviceInfo {
-        let mut device = test_device(0, DeviceKind::Cpu);
-        device.limits = DeviceLimits {
-            max_shared_bytes: 32768,
-            max_units_per_cube: 1024,
-            max_cube_dim: [1024, 1024, 64],
-            max_cube_count: [65535, 65535, 65535],
-            max_binding_bytes: 128 << 20,
-            max_buffer_bytes: (1 << 31) - 1,
-            memory_bytes: None,
-        };
-        device.types.f16 = true;
-        device
+        crate::device::test_lavapipe()
     }
 
     fn covers_once(panels: &Panels, p: &Problem) {

@@ -301,23 +301,10 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{test_device, DeviceKind};
     use crate::problem::Shape;
 
     fn lavapipe_like() -> DeviceInfo {
-        let mut device = test_device(0, DeviceKind::Cpu);
-        device.name = "dev".into();
-        device.limits = DeviceLimits {
-            max_shared_bytes: 32768,
-            max_units_per_cube: 1024,
-            max_cube_dim: [1024, 1024, 64],
-            max_cube_count: [65535, 65535, 65535],
-            max_binding_bytes: 128 << 20,
-            max_buffer_bytes: (1 << 31) - 1,
-            memory_bytes: None,
-        };
-        device.types.f16 = true;
-        device
+        crate::device::test_lavapipe()
     }
 
     fn plan(text: &str) -> Plan {
