@@ -131,8 +131,9 @@ struct RunArgs {
 #[derive(Args)]
 struct BenchArgs {
     /// Kernels to measure, comma-separated, each a rung with optional settings
-    /// (`naive,tiled:tpb=32`).
-    #[arg(long, value_delimiter = ',', default_value = "naive,tiled")]
+    /// (`naive,tiled:tpb=32,register:tm=16:tn=8:side=8`). Default: every rung, in its default
+    /// configuration.
+    #[arg(long, value_delimiter = ',')]
     kernels: Vec<Config>,
     /// Tile sizes to measure each kernel with, comma-separated (8, 16, 32): short for
     /// `RUNG:tpb=T` settings.
@@ -160,7 +161,7 @@ struct CompileCheckArgs {
         default_value = "sm_80,sm_90,gfx90a,gfx940,gfx1100"
     )]
     archs: Vec<Arch>,
-    /// Kernels, comma-separated (default: every configuration of every rung).
+    /// Kernels, comma-separated (default: every rung, in its default configuration).
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<Config>,
     /// Tile sizes, comma-separated: short for `RUNG:tpb=T` settings.
@@ -182,12 +183,19 @@ struct CompileCheckArgs {
     json: bool,
 }
 
-/// The plans `configs` name, each with every tile size of `tpb` when some are given.
+/// The plans `configs` name (default: every rung in its default configuration, or with `tpb`,
+/// every rung that has that setting), each with every tile size of `tpb` when some are given.
 fn plans(configs: &[Config], tpb: &[u32]) -> tilemm::Result<Vec<Plan>> {
     let configs: Vec<Config> = if configs.is_empty() {
+        // With --tpb alone, the rungs that have a TPB setting.
+        let has_tpb = |k: &&tilemm::Kernel| {
+            tpb.iter()
+                .all(|t| k.parse_config(&format!("tpb={t}")).is_ok())
+        };
         tilemm::Kernel::ALL
             .iter()
-            .flat_map(|k| k.configs())
+            .filter(has_tpb)
+            .map(|k| k.default_config())
             .collect()
     } else {
         configs.to_vec()

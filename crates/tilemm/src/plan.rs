@@ -112,10 +112,10 @@ impl Plan {
         self.config.shape(&tiny).shared_bytes
     }
 
-    /// Whether the compiled kernel may spill registers to local memory. No rung so far does:
-    /// the compile check fails on a spill in a kernel that promises none.
+    /// Whether the compiled kernel may spill registers to local memory: only configurations
+    /// sized for CPU-like devices do. The compile check fails on a spill in any other.
     pub fn may_spill(&self) -> bool {
-        false
+        self.config.may_spill()
     }
 
     /// How `problem` (canonical) is launched on a device with `limits`: the batch is cut into

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{every_plan, gpu};
+use common::{every_plan, gpu, rung_plans};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::backend::list_devices;
@@ -92,7 +92,7 @@ fn k_beyond_the_drivers_loop_cap_gives_the_exact_product() {
     // shows.
     const DRIVER_LOOP_CAP: usize = 65535;
     let mut rng = StdRng::seed_from_u64(11);
-    for plan in every_plan() {
+    for plan in rung_plans() {
         let probe = Problem::new(1, 1, 1).unwrap();
         let per_trip = plan.config.shape(&probe).k_per_trip as usize;
         let k = (DRIVER_LOOP_CAP + 977) * per_trip + 3;
@@ -116,7 +116,7 @@ fn k_beyond_the_drivers_loop_cap_gives_the_exact_product() {
 
 #[test]
 fn signed_random_inputs_meet_the_k_aware_bound() {
-    for plan in every_plan() {
+    for plan in rung_plans() {
         for (seed, (m, k, n)) in SHAPES.into_iter().chain([(300, 511, 257)]).enumerate() {
             let p = Problem::new(m, k, n).unwrap();
             let ops = inputs::random_operands(&p, seed as u64).unwrap();
@@ -236,7 +236,7 @@ fn contract_problems() -> Vec<(String, Problem)> {
 #[test]
 fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
     let mut rng = StdRng::seed_from_u64(3);
-    for plan in every_plan() {
+    for plan in rung_plans() {
         for (name, p) in contract_problems() {
             // Random data against the bound.
             let ops = inputs::random_operands(&p, 1).unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{every_plan, gpu};
+use common::{gpu, rung_plans};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -157,7 +157,7 @@ proptest! {
     #[test]
     fn random_products_meet_the_bound(case in cases()) {
         let p = case.problem();
-        let plans = every_plan();
+        let plans = rung_plans();
         let plan = plans[case.plan % plans.len()];
         let gpu = if case.panels { small_bindings() } else { gpu() };
         let ops = inputs::random_operands(&p, case.seed).unwrap();
@@ -187,7 +187,7 @@ fn nan_and_inf_reach_exactly_the_entries_they_touch() {
     let mut fill =
         |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random_range(0.5..1.5)).collect() };
     let (a0, b0) = (fill(m * k), fill(k * n));
-    for plan in every_plan() {
+    for plan in rung_plans() {
         // A NaN in row 3 of A: row 3 of C is NaN, nothing else.
         let mut a = a0.clone();
         a[3 * k + 17] = f32::NAN;
@@ -237,7 +237,7 @@ fn resident_bytes() -> u64 {
 #[test]
 fn a_soak_of_1000_mixed_products_leaves_memory_where_it_was() {
     let mut rng = StdRng::seed_from_u64(9);
-    let plans = every_plan();
+    let plans = rung_plans();
     let precisions = precisions();
     let one = |rng: &mut StdRng| {
         let shape = Shape {
@@ -297,7 +297,7 @@ fn a_soak_of_1000_mixed_products_leaves_memory_where_it_was() {
 
 #[test]
 fn threads_sharing_one_device_each_get_their_own_correct_results() {
-    let plans = every_plan();
+    let plans = rung_plans();
     std::thread::scope(|scope| {
         for thread in 0..4u64 {
             let plans = &plans;

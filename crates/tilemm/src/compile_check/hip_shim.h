@@ -30,3 +30,14 @@ static __device__ inline __tilemm_dim3 __tilemm_block_dim() {
     __builtin_amdgcn_s_barrier(); \
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); \
   } while (0)
+// HIP's integer and float min/max overloads (hip/amd_detail/amd_math_functions.h).
+#define __TILEMM_MINMAX(T) \
+  static __device__ inline T min(T a, T b) { return a < b ? a : b; } \
+  static __device__ inline T max(T a, T b) { return a < b ? b : a; }
+__TILEMM_MINMAX(int)
+__TILEMM_MINMAX(unsigned int)
+__TILEMM_MINMAX(long long)
+__TILEMM_MINMAX(unsigned long long)
+__TILEMM_MINMAX(float)
+__TILEMM_MINMAX(double)
+#undef __TILEMM_MINMAX

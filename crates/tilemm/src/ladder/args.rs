@@ -50,7 +50,7 @@ pub fn at(view: &View, batch: u32, i: u32, j: u32) -> usize {
 /// half of an f32, are that f32 exactly.
 #[cube]
 #[allow(clippy::manual_is_multiple_of)] // `%` is what the kernel language has.
-pub fn load<I: CubePrimitive, A: Float>(
+pub fn load<I: Scalar, A: Float>(
     buffer: &Array<I>,
     index: usize,
     #[comptime] packed_bf16: bool,
@@ -68,6 +68,43 @@ pub fn load<I: CubePrimitive, A: Float>(
     }
 }
 
+/// Element `index` of an operand held as vectors of `line` elements (`line` is `N`'s value),
+/// widened to the accumulator's type; with `packed_bf16` (`line` 1), as [`load`] reads it.
+#[cube]
+#[allow(clippy::manual_is_multiple_of)]
+pub fn fetch<I: Scalar, A: Float, N: Size>(
+    buffer: &Array<Vector<I, N>>,
+    index: usize,
+    #[comptime] line: u32,
+    #[comptime] packed_bf16: bool,
+) -> A {
+    if comptime!(packed_bf16) {
+        let word = u32::cast_from(buffer[index / 2][0]);
+        let bits = if index % 2 == 0 {
+            word << 16
+        } else {
+            (word >> 16) << 16
+        };
+        A::cast_from(f32::reinterpret(bits))
+    } else if comptime!(line == 1) {
+        A::cast_from(buffer[index][0])
+    } else {
+        // The element by selection, not by a dynamic index into the vector (which AMD's
+        // compiler serves from scratch memory).
+        let l = comptime!(line as usize);
+        let vector = buffer[index / l];
+        let lane = index % l;
+        let mut value = A::cast_from(vector[0]);
+        #[unroll]
+        for e in 1..line {
+            if lane == e as usize {
+                value = A::cast_from(vector[e as usize]);
+            }
+        }
+        value
+    }
+}
+
 /// Writes α·acc + β·C to entry `index` of C. With β = 0, C is not read, so whatever it held (an
 /// uninitialised NaN included) does not reach the result.
 #[cube]
@@ -77,6 +114,16 @@ pub fn store<A: Float, O: Float>(c: &mut Array<O>, index: usize, acc: A, alpha: 
         out += beta * A::cast_from(c[index]);
     }
     c[index] = O::cast_from(out);
+}
+
+/// Along which axis each operand is contiguous: a compile-time choice that lets neighbouring
+/// units fetch neighbouring elements whether A or B is stored row- or column-major.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Layouts {
+    /// A is column-major (consecutive along a column).
+    pub a_by_cols: bool,
+    /// B is column-major.
+    pub b_by_cols: bool,
 }
 
 /// The kernel arguments of one launch, ready to pass.
@@ -108,6 +155,45 @@ impl Args {
             alpha: problem.alpha,
             beta: problem.beta,
         }
+    }
+
+    /// The operands' layouts, for kernels specialised on them.
+    pub(crate) fn layouts(&self) -> Layouts {
+        let by_cols = |which: usize| self.views[which].layout() == crate::problem::Layout::ColMajor;
+        Layouts {
+            a_by_cols: by_cols(0),
+            b_by_cols: by_cols(1),
+        }
+    }
+
+    /// The widest of 4, 2 and 1 elements that operand `which` (0: A, 1: B) can be read in, as
+    /// vectors along its contiguous axis: A along K (row-major), B along N (row-major), with
+    /// offsets, strides and the extent along that axis all multiples of it, so that no vector
+    /// straddles a row or the buffer's end. 1 for packed bf16.
+    pub(crate) fn line(&self, which: usize, packed_bf16: bool) -> u32 {
+        let d = &self.views[which];
+        // A vector runs along K for A (whose slabs begin at multiples of 4) and along N for B.
+        let extent = if which == 0 {
+            self.k_range.1 as usize
+        } else {
+            self.n as usize
+        };
+        let begin = if which == 0 {
+            self.k_range.0 as usize
+        } else {
+            0
+        };
+        if packed_bf16 || d.col_stride != 1 {
+            return 1;
+        }
+        [4, 2]
+            .into_iter()
+            .find(|&l| {
+                [d.offset, d.row_stride, d.batch_stride, extent, begin]
+                    .iter()
+                    .all(|x| x.is_multiple_of(l))
+            })
+            .unwrap_or(1) as u32
     }
 
     /// The view of operand `which` (0: A, 1: B, 2: C), as the kernel takes it.

@@ -7,6 +7,8 @@
 // CubeCL's derives generate undocumented items next to the documented ones.
 #[allow(missing_docs)]
 pub mod args;
+#[allow(missing_docs)]
+pub mod stage;
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,7 +29,7 @@ pub trait Rung {
     const NAME: &'static str;
     /// One line on the technique it adds.
     const ABOUT: &'static str;
-    /// Its configuration: one small value, shown and parsed as `key=value,...`.
+    /// Its configuration: one small value, shown and parsed as `key=value:...`.
     type Config: Copy + fmt::Debug + PartialEq + Eq + std::hash::Hash + Serialize + Send + Sync;
 
     /// Every configuration it can be built in.
@@ -38,17 +40,22 @@ pub trait Rung {
     fn parse(text: &str) -> Result<Self::Config, String>;
     /// The configuration as text.
     fn show(config: &Self::Config) -> String;
+    /// Whether the configuration may spill registers on a GPU: one sized for CPU-like devices,
+    /// whose stack is cheap. The compile check fails on a spill in any other.
+    fn may_spill(_config: &Self::Config) -> bool {
+        false
+    }
     /// Block, grid and resources of a launch over `problem` (canonical).
     fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
     /// Enqueues one launch. `I` is the input buffers' element type (u32 for packed bf16), `A`
     /// the accumulator's and `O` C's.
-    fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
+    fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
         config: &Self::Config,
         launch: Launch<'_, R>,
         packed_bf16: bool,
     );
     /// Builds the kernel's IR into `kernel`'s scope, for `emit` and the compile check.
-    fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+    fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
         config: &Self::Config,
         kernel: Expand,
         packed_bf16: bool,
@@ -70,13 +77,18 @@ pub struct Launch<'a, R: Runtime> {
 /// The IR under construction, as [`Rung::expand`] receives it.
 pub struct Expand<'a> {
     builder: &'a mut KernelBuilder,
+    /// The operands' layouts the kernel is specialised for.
+    pub layouts: args::Layouts,
+    /// Elements per vector for rungs that load several at once (1 for packed bf16).
+    pub line: u32,
 }
 
 /// The shared signature's arguments, registered in a kernel's IR.
-pub(crate) struct Typed<'a, I: CubePrimitive, A: Float + CubeElement, O: Float> {
+pub(crate) struct Typed<'a, EA: CubePrimitive, EB: CubePrimitive, A: Float + CubeElement, O: Float>
+{
     pub scope: &'a mut Scope,
-    pub a: <Array<I> as CubeType>::ExpandType,
-    pub b: <Array<I> as CubeType>::ExpandType,
+    pub a: <Array<EA> as CubeType>::ExpandType,
+    pub b: <Array<EB> as CubeType>::ExpandType,
     pub c: <Array<O> as CubeType>::ExpandType,
     pub views: [<args::View as CubeType>::ExpandType; 3],
     pub dims: <args::Dims as CubeType>::ExpandType,
@@ -85,14 +97,33 @@ pub(crate) struct Typed<'a, I: CubePrimitive, A: Float + CubeElement, O: Float> 
 }
 
 impl<'a> Expand<'a> {
+    /// Gives the vector size `N` (a kernel's `Size` parameter) its value, before the arguments
+    /// that use it are registered.
+    pub(crate) fn register_size<N: 'static>(&mut self, value: usize) {
+        self.builder.scope.register_size::<N>(value);
+    }
+
     /// Registers the shared signature's arguments, in order.
-    pub(crate) fn typed<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+    pub(crate) fn typed<I: Scalar, A: Float + CubeElement, O: Float>(
         self,
-    ) -> Typed<'a, I, A, O> {
+    ) -> Typed<'a, I, I, A, O> {
+        self.typed_with::<I, I, A, O>()
+    }
+
+    /// [`Expand::typed`] with A's and B's elements of types `EA` and `EB` (vectors of the input
+    /// type, for rungs that load several at once).
+    pub(crate) fn typed_with<
+        EA: CubePrimitive,
+        EB: CubePrimitive,
+        A: Float + CubeElement,
+        O: Float,
+    >(
+        self,
+    ) -> Typed<'a, EA, EB, A, O> {
         let builder = self.builder;
         let array = ArrayCompilationArg { inplace: None };
-        let a = <Array<I> as LaunchArg>::expand(&array, builder);
-        let b = <Array<I> as LaunchArg>::expand(&array, builder);
+        let a = <Array<EA> as LaunchArg>::expand(&array, builder);
+        let b = <Array<EB> as LaunchArg>::expand(&array, builder);
         let c = <Array<O> as LaunchArg>::expand_output(&array, builder);
         let views =
             [(); 3].map(|_| <args::View as LaunchArg>::expand(&args::view_compilation(), builder));
@@ -160,6 +191,128 @@ impl SquareBlock {
             shared_bytes,
             k_per_trip,
         }
+    }
+}
+
+/// Implements [`Rung::launch`] and [`Rung::expand`] for a `#[cube]` kernel with the shared
+/// signature of [`args`], followed by `packed_bf16` and the comptime arguments listed, which
+/// may use the configuration (`$config`) and the operands' [`args::Layouts`] (`$layouts`).
+macro_rules! glue {
+    ($kernel:ident, |$config:ident, $layouts:ident| dim: $dim:expr, comptime: ($($ct:expr),* $(,)?)) => {
+        fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+            config: &Self::Config,
+            launch: $crate::ladder::Launch<'_, R>,
+            packed_bf16: bool,
+        ) {
+            let $crate::ladder::Launch { client, count, buffers: [a, b, c], args } = launch;
+            let $config = config;
+            #[allow(unused_variables)]
+            let $layouts = args.layouts();
+            // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
+            // covers C once, and every access is guarded by m, n and the slab's end.
+            unsafe {
+                $kernel::launch_unchecked::<I, A, O, R>(
+                    client,
+                    count,
+                    $dim,
+                    a,
+                    b,
+                    c,
+                    args.view(0),
+                    args.view(1),
+                    args.view(2),
+                    args.dims(),
+                    $crate::ladder::args::scalar::<A>(args.alpha),
+                    $crate::ladder::args::scalar::<A>(args.beta),
+                    packed_bf16,
+                    $($ct),*
+                )
+            }
+        }
+
+        fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+            config: &Self::Config,
+            kernel: $crate::ladder::Expand,
+            packed_bf16: bool,
+        ) -> CubeDim {
+            let $config = config;
+            #[allow(unused_variables)]
+            let $layouts = kernel.layouts;
+            let t = kernel.typed::<I, A, O>();
+            let [va, vb, vc] = t.views;
+            $kernel::expand::<I, A, O>(
+                t.scope, t.a, t.b, t.c, va, vb, vc, t.dims, t.alpha, t.beta, packed_bf16,
+                $($ct),*
+            );
+            $dim
+        }
+    };
+}
+pub(crate) use glue;
+
+/// Reads `key=value:...` settings: the values of `keys`, in that order, each given once. (Not
+/// commas: lists of kernels are comma-separated.)
+pub fn parse_settings(text: &str, keys: &[&str]) -> Result<Vec<u32>, String> {
+    let mut values = vec![None; keys.len()];
+    for part in text.split(':') {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("expected key=value, not '{part}'"))?;
+        let slot = keys
+            .iter()
+            .position(|k| *k == key)
+            .ok_or_else(|| format!("unknown setting '{key}' (expected {})", keys.join(", ")))?;
+        let value = value
+            .parse()
+            .map_err(|_| format!("{key}={value}: expected a whole number"))?;
+        if values[slot].replace(value).is_some() {
+            return Err(format!("{key} is given twice"));
+        }
+    }
+    values
+        .into_iter()
+        .zip(keys)
+        .map(|(v, k)| v.ok_or_else(|| format!("missing {k}=…")))
+        .collect()
+}
+
+/// `config` if it is one of `configs`, else an error listing them.
+pub fn one_of<C: PartialEq>(
+    config: C,
+    configs: Vec<C>,
+    show: impl Fn(&C) -> String,
+) -> Result<C, String> {
+    if configs.contains(&config) {
+        Ok(config)
+    } else {
+        let list: Vec<String> = configs.iter().map(&show).collect();
+        Err(format!(
+            "unsupported configuration {}: choose one of {}",
+            show(&config),
+            list.join("; ")
+        ))
+    }
+}
+
+/// The launch of a rung whose cubes each compute a `block[1]`×`block[0]` block of C (rows ×
+/// columns), with `units` units per cube along x and y, the batch along z.
+pub fn block_tiled_shape(
+    problem: &Problem,
+    block: [u32; 2],
+    units: [u32; 2],
+    shared_bytes: usize,
+    k_per_trip: u32,
+) -> LaunchShape {
+    let tiles = |len: usize, side: u32| len.div_ceil(side as usize).min(u32::MAX as usize) as u32;
+    LaunchShape {
+        grid: [
+            tiles(problem.n, block[0]),
+            tiles(problem.m, block[1]),
+            problem.batch.min(u32::MAX as usize) as u32,
+        ],
+        block: [units[0], units[1], 1],
+        shared_bytes,
+        k_per_trip,
     }
 }
 
@@ -236,12 +389,17 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::show(c),)* }
             }
 
+            /// Whether it may spill registers on a GPU (see [`Rung::may_spill`]).
+            pub fn may_spill(&self) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c),)* }
+            }
+
             /// The launch over `problem` (canonical).
             pub fn shape(&self, problem: &Problem) -> LaunchShape {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::shape(c, problem),)* }
             }
 
-            pub(crate) fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
+            pub(crate) fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
                 &self,
                 launch: Launch<'_, R>,
                 packed_bf16: bool,
@@ -252,12 +410,13 @@ macro_rules! registry {
                 }
             }
 
-            pub(crate) fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+            pub(crate) fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
                 &self,
                 builder: &mut KernelBuilder,
                 packed_bf16: bool,
             ) -> CubeDim {
-                let kernel = Expand { builder };
+                let line = if packed_bf16 { 1 } else { 4 };
+                let kernel = Expand { builder, layouts: args::Layouts::default(), line };
                 match self {
                     $(Config::$variant(c) =>
                         <$module::$rung as Rung>::expand::<I, A, O>(c, kernel, packed_bf16),)*
@@ -270,6 +429,9 @@ macro_rules! registry {
 registry! {
     naive::Naive => Naive,
     tiled::Tiled => Tiled,
+    blocktile1d::Blocktile1d => Blocktile1d,
+    blocktile2d::Blocktile2d => Blocktile2d,
+    register::Register => Register,
 }
 
 impl fmt::Display for Kernel {

@@ -15,7 +15,7 @@ use crate::problem::Problem;
 /// `CUBE_POS_Z + batch_begin`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn naive_matmul<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+pub fn naive_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -85,66 +85,6 @@ impl Rung for Naive {
         SquareBlock(config.tpb).shape(problem, 0, 1)
     }
 
-    fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
-        config: &NaiveConfig,
-        launch: super::Launch<'_, R>,
-        packed_bf16: bool,
-    ) {
-        let super::Launch {
-            client,
-            count,
-            buffers: [a, b, c],
-            args,
-        } = launch;
-        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
-        // once, and every access is guarded by m, n and the slab's end.
-        unsafe {
-            naive_matmul::launch_unchecked::<I, A, O, R>(
-                client,
-                count,
-                CubeDim::new_2d(config.tpb, config.tpb),
-                a,
-                b,
-                c,
-                args.view(0),
-                args.view(1),
-                args.view(2),
-                args.dims(),
-                super::args::scalar::<A>(args.alpha),
-                super::args::scalar::<A>(args.beta),
-                packed_bf16,
-            )
-        }
-    }
-
-    fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
-        config: &NaiveConfig,
-        kernel: super::Expand,
-        packed_bf16: bool,
-    ) -> CubeDim {
-        let super::Typed {
-            scope,
-            a,
-            b,
-            c,
-            views: [va, vb, vc],
-            dims,
-            alpha,
-            beta,
-        } = kernel.typed::<I, A, O>();
-        naive_matmul::expand::<I, A, O>(
-            scope,
-            a,
-            b,
-            c,
-            va,
-            vb,
-            vc,
-            dims,
-            alpha,
-            beta,
-            packed_bf16,
-        );
-        CubeDim::new_2d(config.tpb, config.tpb)
-    }
+    super::glue!(naive_matmul, |config, layouts| dim: CubeDim::new_2d(config.tpb, config.tpb),
+        comptime: ());
 }

@@ -12,13 +12,13 @@ use serde::Serialize;
 
 use super::args::{at, load, store, Dims, View};
 use super::{LaunchShape, Rung, SquareBlock};
-use crate::problem::{Layout, Problem};
+use crate::problem::Problem;
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, launched with TPB×TPB units per cube.
 /// `a_by_cols` / `b_by_cols`: the operand is column-major, so unit x walks its rows.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn tiled_matmul<I: CubePrimitive, A: Float + CubeElement, O: Float>(
+pub fn tiled_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -117,73 +117,6 @@ impl Rung for Tiled {
         SquareBlock(config.tpb).shape(problem, shared, config.tpb)
     }
 
-    fn launch<R: Runtime, I: CubePrimitive, A: Float + CubeElement, O: Float>(
-        config: &TiledConfig,
-        launch: super::Launch<'_, R>,
-        packed_bf16: bool,
-    ) {
-        let super::Launch {
-            client,
-            count,
-            buffers: [a, b, c],
-            args,
-        } = launch;
-        let by_cols = |which: usize| args.views[which].layout() == Layout::ColMajor;
-        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
-        // once, and every access is guarded by m, n and the slab's end.
-        unsafe {
-            tiled_matmul::launch_unchecked::<I, A, O, R>(
-                client,
-                count,
-                CubeDim::new_2d(config.tpb, config.tpb),
-                a,
-                b,
-                c,
-                args.view(0),
-                args.view(1),
-                args.view(2),
-                args.dims(),
-                super::args::scalar::<A>(args.alpha),
-                super::args::scalar::<A>(args.beta),
-                packed_bf16,
-                config.tpb,
-                by_cols(0),
-                by_cols(1),
-            )
-        }
-    }
-
-    fn expand<I: CubePrimitive, A: Float + CubeElement, O: Float>(
-        config: &TiledConfig,
-        kernel: super::Expand,
-        packed_bf16: bool,
-    ) -> CubeDim {
-        let super::Typed {
-            scope,
-            a,
-            b,
-            c,
-            views: [va, vb, vc],
-            dims,
-            alpha,
-            beta,
-        } = kernel.typed::<I, A, O>();
-        tiled_matmul::expand::<I, A, O>(
-            scope,
-            a,
-            b,
-            c,
-            va,
-            vb,
-            vc,
-            dims,
-            alpha,
-            beta,
-            packed_bf16,
-            config.tpb,
-            false,
-            false,
-        );
-        CubeDim::new_2d(config.tpb, config.tpb)
-    }
+    super::glue!(tiled_matmul, |config, layouts| dim: CubeDim::new_2d(config.tpb, config.tpb),
+        comptime: (config.tpb, layouts.a_by_cols, layouts.b_by_cols));
 }

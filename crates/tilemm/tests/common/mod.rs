@@ -24,3 +24,18 @@ pub fn every_plan() -> Vec<Plan> {
         .map(Plan::new)
         .collect()
 }
+
+/// Every rung in its default configuration and in the last one it lists (its largest tile):
+/// the tests that run many problems per plan use these, so that their time grows with the
+/// rungs rather than with every configuration.
+pub fn rung_plans() -> Vec<Plan> {
+    let mut plans = Vec::new();
+    for kernel in Kernel::ALL {
+        let default = kernel.default_config();
+        plans.push(Plan::new(default));
+        if let Some(last) = kernel.configs().last().filter(|c| **c != default) {
+            plans.push(Plan::new(*last));
+        }
+    }
+    plans
+}
