@@ -7,7 +7,7 @@ use cubecl::prelude::*;
 use serde::Serialize;
 
 use super::args::{at, store, Dims, Layouts, View};
-use super::stage::{stage_a, stage_b};
+use super::stage::{stage_tiles, Tiles};
 use super::{LaunchShape, Rung};
 use crate::problem::Problem;
 
@@ -31,7 +31,6 @@ pub fn blocktile2d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
 ) {
     let (bm, bn, bk) = comptime!((config.bm, config.bn, config.bk));
     let (tm, tn) = comptime!((config.tm, config.tn));
-    let units = comptime!(config.units());
     let mut tile_a = SharedMemory::<A>::new(comptime!((bm * bk) as usize));
     let mut tile_b = SharedMemory::<A>::new(comptime!((bk * bn) as usize));
     let row0 = CUBE_POS_Y * bm;
@@ -52,37 +51,22 @@ pub fn blocktile2d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     for t in 0..tiles {
         let k0 = dims.k_begin + t * bk;
-        stage_a::<I, A>(
+        stage_tiles::<I, A>(
             a,
+            b,
             &va,
+            &vb,
             &mut tile_a,
+            &mut tile_b,
+            &dims,
             batch,
             row0,
-            k0,
-            dims.m,
-            dims.k_end,
-            bm,
-            bk,
-            units,
-            layouts.a_by_cols,
-            packed_bf16,
-        );
-        stage_b::<I, A>(
-            b,
-            &vb,
-            &mut tile_b,
-            batch,
-            k0,
             col0,
-            dims.n,
-            dims.k_end,
-            bk,
-            bn,
-            units,
-            layouts.b_by_cols,
+            k0,
+            comptime!(config.tiles()),
+            layouts,
             packed_bf16,
         );
-        sync_cube();
 
         #[unroll]
         for k in 0..bk {
@@ -139,6 +123,16 @@ pub struct Blocktile2dConfig {
 
 impl Blocktile2dConfig {
     const KEYS: [&'static str; 5] = ["bm", "bn", "bk", "tm", "tn"];
+
+    /// The block tile, as staging takes it.
+    pub fn tiles(&self) -> Tiles {
+        Tiles {
+            bm: self.bm,
+            bn: self.bn,
+            bk: self.bk,
+            units: self.units(),
+        }
+    }
 
     /// Units per cube.
     pub fn units(&self) -> u32 {

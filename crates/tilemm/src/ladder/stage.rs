@@ -8,14 +8,14 @@
 
 use cubecl::prelude::*;
 
-use super::args::{at, load, View};
+use super::args::{at, load, Dims, Layouts, View};
 
 /// A's BM×BK tile at (`row0`, `k0`), stored transposed (`tile[k·BM + r]`) so that a unit reads
 /// its rows of one k as consecutive elements. `units` copy it, unit `UNIT_POS` taking elements
 /// `UNIT_POS + i·units`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub fn stage_a<I: Scalar, A: Float>(
+fn stage_a<I: Scalar, A: Float>(
     a: &Array<I>,
     va: &View,
     tile: &mut SharedMemory<A>,
@@ -49,7 +49,7 @@ pub fn stage_a<I: Scalar, A: Float>(
 /// B's BK×BN tile at (`k0`, `col0`), stored row by row (`tile[k·BN + c]`).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub fn stage_b<I: Scalar, A: Float>(
+fn stage_b<I: Scalar, A: Float>(
     b: &Array<I>,
     vb: &View,
     tile: &mut SharedMemory<A>,
@@ -78,4 +78,72 @@ pub fn stage_b<I: Scalar, A: Float>(
         }
         tile[(k * bn + c) as usize] = value;
     }
+}
+
+/// A cube's block tile: BM×BN of C, BK of K per trip, staged by `units` units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tiles {
+    /// Rows of C per cube.
+    pub bm: u32,
+    /// Columns of C per cube.
+    pub bn: u32,
+    /// Elements of K per trip.
+    pub bk: u32,
+    /// Units per cube.
+    pub units: u32,
+}
+
+/// Stages the trip at `k0`: A's BM×BK tile at (`row0`, `k0`) into `tile_a` (transposed, see
+/// [`stage_a`]) and B's BK×BN tile at (`k0`, `col0`) into `tile_b`, then waits for the whole
+/// cube, so that every unit may read any element of either.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn stage_tiles<I: Scalar, A: Float>(
+    a: &Array<I>,
+    b: &Array<I>,
+    va: &View,
+    vb: &View,
+    tile_a: &mut SharedMemory<A>,
+    tile_b: &mut SharedMemory<A>,
+    dims: &Dims,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    k0: u32,
+    #[comptime] tiles: Tiles,
+    #[comptime] layouts: Layouts,
+    #[comptime] packed_bf16: bool,
+) {
+    let (bm, bn, bk, units) = comptime!((tiles.bm, tiles.bn, tiles.bk, tiles.units));
+    stage_a::<I, A>(
+        a,
+        va,
+        tile_a,
+        batch,
+        row0,
+        k0,
+        dims.m,
+        dims.k_end,
+        bm,
+        bk,
+        units,
+        layouts.a_by_cols,
+        packed_bf16,
+    );
+    stage_b::<I, A>(
+        b,
+        vb,
+        tile_b,
+        batch,
+        k0,
+        col0,
+        dims.n,
+        dims.k_end,
+        bk,
+        bn,
+        units,
+        layouts.b_by_cols,
+        packed_bf16,
+    );
+    sync_cube();
 }
