@@ -69,7 +69,7 @@ pub fn load<I: Scalar, A: Float>(
 }
 
 /// Element `index` of an operand held as vectors of `line` elements (`line` is `N`'s value),
-/// widened to the accumulator's type; with `packed_bf16` (`line` 1), as [`load`] reads it.
+/// widened to the accumulator's type; with `packed_bf16` (`line` 1), as [`load()`] reads it.
 #[cube]
 #[allow(clippy::manual_is_multiple_of)]
 pub fn fetch<I: Scalar, A: Float, N: Size>(

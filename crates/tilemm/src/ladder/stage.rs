@@ -93,8 +93,8 @@ pub struct Tiles {
     pub units: u32,
 }
 
-/// Stages the trip at `k0`: A's BM×BK tile at (`row0`, `k0`) into `tile_a` (transposed, see
-/// [`stage_a`]) and B's BK×BN tile at (`k0`, `col0`) into `tile_b`, then waits for the whole
+/// Stages the trip at `k0`: A's BM×BK tile at (`row0`, `k0`) into `tile_a` (transposed:
+/// `tile_a[k·BM + r]`, so a unit reads its rows of one k as consecutive elements) and B's BK×BN tile at (`k0`, `col0`) into `tile_b`, then waits for the whole
 /// cube, so that every unit may read any element of either.
 #[cube]
 #[allow(clippy::too_many_arguments)]
