@@ -12,7 +12,10 @@ use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
 use tilemm::plan::format_bytes;
 use tilemm::run::{plan_host_memory, Inputs, RunOptions, Runner};
-use tilemm::{inputs, one_line, Backend, Config, DType, Plan, Precision, Problem, Shape};
+use tilemm::tune::{self, TuneOptions};
+use tilemm::{
+    inputs, one_line, Backend, Config, DType, KernelChoice, Plan, Precision, Problem, Shape,
+};
 
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
 #[derive(Parser)]
@@ -67,12 +70,46 @@ struct DeviceArgs {
     device: Option<usize>,
 }
 
+/// How `--kernel auto` tunes: shared by `run` and `bench`.
+#[derive(Args)]
+struct TuneArgs {
+    /// Seconds `auto` may spend timing candidates when its cache has no choice for the device
+    /// and shape class (the best-ranked candidate is always timed). The cache file is
+    /// $TILEMM_CACHE_DIR/tuning.json, else tilemm/tuning.json in the user's cache directory.
+    #[arg(long, default_value_t = 20.0, value_name = "SECONDS", value_parser = budget, allow_negative_numbers = true)]
+    tune_budget: f64,
+    /// Tune even when the cache holds a choice, and replace it.
+    #[arg(long)]
+    retune: bool,
+}
+
+impl TuneArgs {
+    fn options(&self) -> TuneOptions {
+        TuneOptions {
+            budget: std::time::Duration::from_secs_f64(self.tune_budget),
+            retune: self.retune,
+            ..TuneOptions::default()
+        }
+    }
+}
+
+/// A tuning budget in seconds: finite and not negative.
+fn budget(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|b| b.is_finite() && (0.0..=1e6).contains(b))
+        .ok_or_else(|| format!("'{s}' is not a number of seconds between 0 and 1000000"))
+}
+
 #[derive(Args)]
 struct RunArgs {
-    /// Kernel: a rung of the ladder (naive, tiled), optionally with its settings
-    /// (`tiled:tpb=32`).
-    #[arg(long, default_value = "tiled")]
-    kernel: Config,
+    /// Kernel: auto (the tuner picks, and remembers, the fastest rung for the device and
+    /// shape class), or a rung of the ladder (naive, tiled, blocktile1d, blocktile2d,
+    /// register), optionally with its settings (`tiled:tpb=32`). Default: auto, or tiled with
+    /// --tpb.
+    #[arg(long)]
+    kernel: Option<KernelChoice>,
     /// Threads per block along each axis (8, 16, 32): short for `--kernel RUNG:tpb=T`.
     #[arg(long)]
     tpb: Option<u32>,
@@ -123,6 +160,8 @@ struct RunArgs {
     out: Option<PathBuf>,
     #[command(flatten)]
     target: DeviceArgs,
+    #[command(flatten)]
+    tune: TuneArgs,
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
@@ -130,11 +169,11 @@ struct RunArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Kernels to measure, comma-separated, each a rung with optional settings
-    /// (`naive,tiled:tpb=32,register:tm=16:tn=8:side=8`). Default: every rung, in its default
-    /// configuration.
+    /// Kernels to measure, comma-separated: auto, or a rung with optional settings
+    /// (`auto,naive,tiled:tpb=32,register:tm=16:tn=8:side=8`). Default: auto and every rung in
+    /// its default configuration.
     #[arg(long, value_delimiter = ',')]
-    kernels: Vec<Config>,
+    kernels: Vec<KernelChoice>,
     /// Tile sizes to measure each kernel with, comma-separated (8, 16, 32): short for
     /// `RUNG:tpb=T` settings.
     #[arg(long, value_delimiter = ',')]
@@ -147,6 +186,8 @@ struct BenchArgs {
     repeat: u16,
     #[command(flatten)]
     target: DeviceArgs,
+    #[command(flatten)]
+    tune: TuneArgs,
     /// Print the measurements as JSON.
     #[arg(long)]
     json: bool,
@@ -351,8 +392,47 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--kernel` with `--tpb` applied: `--tpb` alone means the example's tiled kernel, and `auto`
+/// picks its own tile sizes.
+fn kernel_choice(kernel: Option<KernelChoice>, tpb: Option<u32>) -> tilemm::Result<KernelChoice> {
+    let kernel = match (kernel, tpb) {
+        (Some(kernel), _) => kernel,
+        (None, Some(_)) => KernelChoice::Fixed(tilemm::Kernel::Tiled.default_config()),
+        (None, None) => KernelChoice::Auto,
+    };
+    match (kernel, tpb) {
+        (KernelChoice::Auto, Some(_)) => Err(tilemm::Error::View(
+            "--tpb needs a rung (--kernel tiled, say): auto picks tile sizes itself".into(),
+        )),
+        (KernelChoice::Fixed(config), tpb) => Ok(KernelChoice::Fixed(
+            plans(&[config], tpb.as_slice())?[0].config,
+        )),
+        (KernelChoice::Auto, None) => Ok(KernelChoice::Auto),
+    }
+}
+
+/// What `bench --kernels` names, `--tpb` applied: `auto` (when named, or by default) and the
+/// plans. The default is auto and every rung in its default configuration.
+fn bench_choices(kernels: &[KernelChoice], tpb: &[u32]) -> tilemm::Result<(bool, Vec<Plan>)> {
+    let fixed: Vec<Config> = kernels
+        .iter()
+        .filter_map(|k| match k {
+            KernelChoice::Fixed(c) => Some(*c),
+            KernelChoice::Auto => None,
+        })
+        .collect();
+    let auto = kernels.contains(&KernelChoice::Auto) || (kernels.is_empty() && tpb.is_empty());
+    let plans = if fixed.is_empty() && !kernels.is_empty() && tpb.is_empty() {
+        // `--kernels auto` alone.
+        Vec::new()
+    } else {
+        plans(&fixed, tpb)?
+    };
+    Ok((auto, plans))
+}
+
 fn run_command(args: RunArgs) -> CommandResult {
-    let plan = plans(&[args.kernel], args.tpb.as_slice())?[0];
+    let kernel = kernel_choice(args.kernel, args.tpb)?;
     // An unusable destination is refused before the run, not after it.
     let output = args
         .out
@@ -362,7 +442,8 @@ fn run_command(args: RunArgs) -> CommandResult {
     let options = RunOptions {
         backend: args.target.backend,
         device: args.target.device,
-        plan,
+        kernel,
+        tune: args.tune.options(),
     };
     // Device and memory are checked before any input exists: a huge request fails with a
     // message, not an out-of-memory abort, and a file's data is read only once it is known to
@@ -434,7 +515,8 @@ fn run_command(args: RunArgs) -> CommandResult {
 }
 
 fn bench_command(args: BenchArgs) -> CommandResult {
-    let plans = plans(&args.kernels, &args.tpb)?;
+    let (auto, plans) = bench_choices(&args.kernels, &args.tpb)?;
+    let tune_options = args.tune.options();
     let problems = args
         .sizes
         .iter()
@@ -452,7 +534,11 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             }
         }
         // Every kernel, the vendor library and the CPU are checked against one reference.
-        references.push(plan_host_memory(problem, info, plans.len() + 2)?);
+        references.push(plan_host_memory(
+            problem,
+            info,
+            plans.len() + usize::from(auto) + 2,
+        )?);
     }
     if !args.json {
         for note in &notes {
@@ -480,11 +566,25 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     }
     let repeat = usize::from(args.repeat);
     let mut all = Vec::new();
+    let mut tunings = Vec::new();
     for (problem, reference) in problems.iter().zip(references) {
         let operands = inputs::random_operands(problem, 0)?;
         let work = bench::Workload::new(problem, &operands, reference)?;
         let mut rows = Vec::new();
         if let Some(gpu) = &gpu {
+            if auto {
+                let tuning = tune::choose(gpu, problem, &tune_options)?;
+                if !args.json {
+                    for note in &tuning.notes {
+                        say!("note: {note}");
+                    }
+                    say!("{:<16} {tuning}", size_name(problem));
+                }
+                let mut row = bench::gpu_kernel(gpu, &work, &tuning.chosen, repeat)?;
+                row.implementation = format!("auto → {}", row.implementation);
+                rows.push(row);
+                tunings.push(tuning);
+            }
             for plan in &plans {
                 rows.push(bench::gpu_kernel(gpu, &work, plan, repeat)?);
             }
@@ -505,7 +605,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             if !args.json {
                 say!(
                     "{:<16} {:<34} {:>11.3} {:>11.3} {:>10.2}  {:<18} {}",
-                    format!("{}×{}×{}", problem.m, problem.k, problem.n),
+                    size_name(problem),
                     m.implementation,
                     m.median_ms,
                     m.min_ms,
@@ -522,6 +622,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             "device": gpu.as_ref().map(|g| g.info()),
             "backend": gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
             "notes": notes,
+            "tuning": tunings,
             "measurements": all,
         });
         say!(
@@ -534,6 +635,10 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     } else {
         ExitCode::from(EXIT_FAIL)
     })
+}
+
+fn size_name(problem: &Problem) -> String {
+    format!("{}×{}×{}", problem.m, problem.k, problem.n)
 }
 
 /// cuBLAS on a CUDA device, rocBLAS on a HIP device; `None` for wgpu, which has no vendor BLAS.

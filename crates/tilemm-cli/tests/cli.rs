@@ -15,13 +15,21 @@ fn tilemm_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().expect("the tilemm binary runs")
 }
 
+/// The tuning cache of this test process: fresh, so that `auto` tunes here at least once and
+/// the user's own cache is neither read nor written.
+fn tune_cache() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tilemm"));
     command
         .args(args)
         // Silences libwayland's "XDG_RUNTIME_DIR is invalid" notice, which the Vulkan loader
         // triggers on headless machines, so stderr holds only tilemm's own words.
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir());
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .env("TILEMM_CACHE_DIR", tune_cache());
     command
 }
 
@@ -1015,8 +1023,80 @@ fn the_report_measures_compilation_on_its_own() {
     let part = |name: &str| r[name].as_f64().unwrap();
     assert!(part("compile_ms") > 0.0, "{r}");
     // The first run is the sum of measured parts, not a difference of two runs.
-    let sum = part("compile_ms") + part("upload_ms") + part("launch_ms") + part("download_ms");
+    let sum = part("tuning_ms")
+        + part("compile_ms")
+        + part("upload_ms")
+        + part("launch_ms")
+        + part("download_ms");
     assert!((part("total_ms") - sum).abs() < 1e-6 * sum.max(1.0), "{r}");
+}
+
+#[test]
+fn a_second_process_takes_autos_choice_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = [("TILEMM_CACHE_DIR", dir.path().to_str().unwrap())];
+    let args = [
+        "run",
+        "-m",
+        "40",
+        "-k",
+        "24",
+        "-n",
+        "72",
+        "--tune-budget",
+        "1",
+    ];
+    let first = tilemm_with_env(&args, &cache);
+    let text = stdout(&first);
+    assert_eq!(first.status.code(), Some(0), "{text}{}", stderr(&first));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("tuning"))
+        .unwrap_or_else(|| panic!("no tuning line in\n{text}"));
+    assert!(
+        line.contains("tuning cache miss") && line.contains("verified") && line.contains("saved"),
+        "{line}"
+    );
+    assert!(
+        text.contains("1st GPU") && text.contains("= tuning "),
+        "{text}"
+    );
+    let chosen = line
+        .split_once(": tuning cache miss")
+        .unwrap()
+        .0
+        .trim_start_matches("tuning")
+        .trim();
+
+    let second = tilemm_with_env(&args, &cache);
+    let text = stdout(&second);
+    assert_eq!(second.status.code(), Some(0), "{text}{}", stderr(&second));
+    assert!(
+        text.contains(&format!("{chosen}: tuning cache hit")),
+        "{chosen} in\n{text}"
+    );
+    let second = tilemm_with_env(&[&args[..], &["--json"]].concat(), &cache);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&second)).unwrap();
+    let tuning = &v["kernel"]["tuning"];
+    assert_eq!(tuning["cache"], "hit", "{tuning}");
+    assert_eq!(tuning["timed"].as_array().unwrap().len(), 0, "{tuning}");
+    assert!(v["first_run"]["tuning_ms"].as_f64().unwrap() >= 0.0);
+
+    // A corrupt cache is a note, and the run goes on (and replaces it).
+    std::fs::write(dir.path().join("tuning.json"), "{").unwrap();
+    let third = tilemm_with_env(&args, &cache);
+    let text = stdout(&third);
+    assert_eq!(third.status.code(), Some(0), "{text}{}", stderr(&third));
+    assert!(
+        text.contains("is corrupt") && text.contains("tuning cache miss"),
+        "{text}"
+    );
+
+    assert_refused(
+        &["run", "--kernel", "auto", "--tpb", "8"],
+        &["--tpb needs a rung"],
+    );
+    assert_refused(&["run", "--tune-budget", "-1"], &["--tune-budget"]);
 }
 
 #[test]

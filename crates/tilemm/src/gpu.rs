@@ -356,7 +356,8 @@ impl<R: Runtime> Session<R> {
     }
 
     /// Compiles `plan`'s kernel for `problem`'s precision and layouts (as its schedule runs
-    /// them) by launching it once on a 2×2×2 problem, and returns how long that took: JIT
+    /// them) by launching it once on a tiny problem (2 rows; K and N of 1 to 4, so that vector
+    /// widths, like layouts, are those of the run), and returns how long that took: JIT
     /// compilation (CubeCL's code generation and the driver's compiler; lavapipe compiles at
     /// the first dispatch) plus one tiny dispatch. Measured directly, not as the difference of
     /// two runs. Later launches of the plan, at any size and with any strides, reuse the kernel,
@@ -371,26 +372,48 @@ impl<R: Runtime> Session<R> {
             }
             _ => schedule.canonical,
         };
-        let like = |view: &MatrixDesc| {
+        // A tiny problem the kernel is specialised for as for the real one: the same layouts,
+        // and the same vector widths (rungs that read A and B as vectors compile one kernel
+        // per width pair; the width follows strides and extents).
+        let packed = block.precision.input == DType::BF16 && !self.info.types.bf16;
+        let lines = |p: &Problem| {
+            let mut args = Args::new(p);
+            args.k_range.1 = plan.k_slabs(p).next().map_or(0, |s| s.end);
+            [args.line(0, packed), args.line(1, packed)]
+        };
+        let want = lines(&block);
+        let like = |view: &MatrixDesc, rows, cols| {
             if view.layout() == Layout::ColMajor {
-                MatrixDesc::col_major(2, 2)
+                MatrixDesc::col_major(rows, cols)
             } else {
-                MatrixDesc::row_major(2, 2)
+                MatrixDesc::row_major(rows, cols)
             }
         };
-        let tiny = Problem::general(
-            (2, 2, 2, 1),
-            like(&block.a),
-            like(&block.b),
-            MatrixDesc::row_major(2, 2),
-            (1.0, 0.0),
-            block.precision,
-        )?;
+        let tiny_of = |k: usize, n: usize| {
+            Problem::general(
+                (2, k, n, 1),
+                like(&block.a, 2, k),
+                like(&block.b, k, n),
+                MatrixDesc::row_major(2, n),
+                (1.0, 0.0),
+                block.precision,
+            )
+        };
+        let mut tiny = tiny_of(2, 2)?;
+        'search: for k in [4, 2, 1] {
+            for n in [4, 2, 1] {
+                let candidate = tiny_of(k, n)?;
+                if lines(&candidate) == want {
+                    tiny = candidate;
+                    break 'search;
+                }
+            }
+        }
         plan.check(&tiny, &self.info)?;
         let start = Instant::now();
-        let zeros = HostData::from_f64(tiny.precision.input, std::iter::repeat_n(0.0, 4));
-        let a = self.upload(&zeros)?;
-        let b = self.upload(&zeros)?;
+        let zeros = |len| HostData::from_f64(tiny.precision.input, std::iter::repeat_n(0.0, len));
+        let a = self.upload(&zeros(tiny.a_len()))?;
+        let b = self.upload(&zeros(tiny.b_len()))?;
         let c = self.output(&tiny, None)?;
         self.enqueue(&tiny, plan, &a, &b, &c)?;
         self.sync()?;

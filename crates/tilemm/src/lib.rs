@@ -44,6 +44,7 @@ pub mod plan;
 pub mod problem;
 pub mod report;
 pub mod run;
+pub mod tune;
 pub mod vendor_blas;
 pub mod verify;
 
@@ -54,3 +55,4 @@ pub use error::{one_line, Error, Result};
 pub use ladder::{Config, Kernel};
 pub use plan::Plan;
 pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};
+pub use tune::KernelChoice;

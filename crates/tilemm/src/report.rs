@@ -11,6 +11,7 @@ use crate::panels::Panels;
 use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
 use crate::run::Inputs;
+use crate::tune::TuneReport;
 use crate::verify::{ReferenceMode, Verification};
 
 fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -22,6 +23,8 @@ fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 pub struct KernelReport {
     /// Kernel and configuration.
     pub plan: Plan,
+    /// How `auto` chose it, if it did.
+    pub tuning: Option<TuneReport>,
     /// Grid, block, shared memory, and how many launches (of one block, with panels).
     pub launch: Launches,
     /// The blocks, when the operands exceed a binding or the device's memory.
@@ -31,7 +34,11 @@ pub struct KernelReport {
 /// The first GPU run, which includes JIT compilation.
 #[derive(Clone, Debug, Serialize)]
 pub struct FirstRun {
-    /// JIT compilation, measured on its own: the kernel's first launch, on a 1×1×1 problem
+    /// `auto`'s tuning: timing candidates (each compiled) and verifying the winner, or reading
+    /// the cache.
+    #[serde(rename = "tuning_ms", serialize_with = "ms")]
+    pub tuning: Duration,
+    /// JIT compilation, measured on its own: the kernel's first launch, on a tiny problem
     /// (CubeCL's code generation, the driver's compiler, one tiny dispatch).
     #[serde(rename = "compile_ms", serialize_with = "ms")]
     pub compile: Duration,
@@ -47,7 +54,7 @@ pub struct FirstRun {
     /// C back to the host.
     #[serde(rename = "download_ms", serialize_with = "ms")]
     pub download: Duration,
-    /// Compile + upload + launch + download.
+    /// Tuning + compile + upload + launch + download.
     #[serde(rename = "total_ms", serialize_with = "ms")]
     pub total: Duration,
     /// GFLOPS over the total.
@@ -166,6 +173,9 @@ impl fmt::Display for Report {
                 "kernel      {}: grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}, {} B shared per block",
                 k.plan, k.launch.shape.shared_bytes
             )?;
+            if let Some(t) = &k.tuning {
+                writeln!(f, "tuning      {t}")?;
+            }
             if let Some(p) = &k.panels {
                 let [cm, ck, cn, cb] = p.counts;
                 let plural = |n: usize, one: &str, many: &str| {
@@ -214,9 +224,14 @@ impl fmt::Display for Report {
             }
         }
         if let Some(r) = &self.first_run {
+            let tuning = if self.kernel.as_ref().is_some_and(|k| k.tuning.is_some()) {
+                format!("tuning {} + ", msf(r.tuning))
+            } else {
+                String::new()
+            };
             writeln!(
                 f,
-                "1st GPU     {} = JIT compile {} + upload {} + launch {} + download {}   ({:.2} GFLOPS)",
+                "1st GPU     {} = {tuning}JIT compile {} + upload {} + launch {} + download {}   ({:.2} GFLOPS)",
                 msf(r.total),
                 msf(r.compile),
                 msf(r.upload),
@@ -226,7 +241,7 @@ impl fmt::Display for Report {
             )?;
             writeln!(
                 f,
-                "            compile measured on its own (the kernel's first launch, on a 2×2×2 \
+                "            compile measured on its own (the kernel's first launch, on a tiny \
                  problem); 1st kernel {} on the device",
                 msf(r.kernel),
             )?;

@@ -16,17 +16,20 @@ use crate::inputs::Operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::report::{CpuTimes, FirstRun, KernelReport, Report, SecondRun};
+use crate::tune::{self, KernelChoice, TuneOptions, TuneReport};
 use crate::verify::{Reference, ReferencePlan};
 
 /// What `run` should use.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct RunOptions {
     /// A backend, or `None` for the best one found (a GPU if any, else the CPU alone).
     pub backend: Option<Backend>,
     /// A device index within the backend (`tilemm devices`), or `None` for its best device.
     pub device: Option<usize>,
-    /// The kernel and its configuration.
-    pub plan: Plan,
+    /// The kernel and its configuration, or `auto`.
+    pub kernel: KernelChoice,
+    /// How `auto` tunes.
+    pub tune: TuneOptions,
 }
 
 /// Where A and B came from.
@@ -133,26 +136,41 @@ pub struct Runner {
     problem: Problem,
     plan: Plan,
     gpu: Option<GpuSession>,
+    tuning: Option<TuneReport>,
     reference: ReferencePlan,
     notes: Vec<String>,
 }
 
 impl Runner {
-    /// Opens the device and refuses what it or the host cannot hold, so that a huge or
-    /// impossible request fails here with a message instead of after allocating its inputs.
+    /// Opens the device, picks the kernel (tuning for `auto`), and refuses what the device or
+    /// the host cannot hold, so that a huge or impossible request fails here with a message
+    /// instead of after allocating its inputs.
     pub fn new(problem: &Problem, options: &RunOptions) -> Result<Self> {
         let mut notes = Vec::new();
         let gpu = open_device(options.backend, options.device, &mut notes)?;
+        let (plan, tuning) = match (&gpu, options.kernel) {
+            (Some(gpu), KernelChoice::Auto) => {
+                // Refuse what no kernel could run (a type the device lacks) before tuning.
+                gpu.schedule(problem, &Plan::default_for(crate::Kernel::Naive))?;
+                let report = tune::choose(gpu, problem, &options.tune)?;
+                notes.extend(report.notes.iter().cloned());
+                (report.chosen, Some(report))
+            }
+            (_, KernelChoice::Fixed(config)) => (Plan::new(config), None),
+            // No GPU runs: the plan is never used.
+            (None, KernelChoice::Auto) => (Plan::default_for(crate::Kernel::Tiled), None),
+        };
         if let Some(gpu) = &gpu {
-            gpu.schedule(problem, &options.plan)?;
+            gpu.schedule(problem, &plan)?;
         }
         // The two GPU runs' results, or the CPU's alone.
         let checks = if gpu.is_some() { 2 } else { 1 };
         let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
         Ok(Runner {
             problem: *problem,
-            plan: options.plan,
+            plan,
             gpu,
+            tuning,
             reference,
             notes,
         })
@@ -169,6 +187,7 @@ impl Runner {
             problem,
             plan,
             gpu,
+            tuning,
             reference,
             notes,
         } = self;
@@ -199,8 +218,12 @@ impl Runner {
             let first = gpu.gemm(problem, &plan, a, b, c0)?;
             let first_pass = check(&first.c, passes)?.pass;
             drop(first.c);
-            let total = compile + first.upload + first.launch + first.download;
+            // Tuning is part of what the first call costs (nothing on a cache hit but the
+            // read); its candidates' compiles are in it, so this compile is then the cache's.
+            let tuned = tuning.as_ref().map_or(Duration::ZERO, |t| t.time);
+            let total = tuned + compile + first.upload + first.launch + first.download;
             let first = FirstRun {
+                tuning: tuned,
                 compile,
                 upload: first.upload,
                 launch: first.launch,
@@ -251,6 +274,7 @@ impl Runner {
             device: gpu.as_ref().map(|g| g.info().clone()),
             kernel: schedule.map(|s| KernelReport {
                 plan,
+                tuning,
                 launch: s.launches,
                 panels: (!s.panels.is_whole()).then_some(s.panels),
             }),

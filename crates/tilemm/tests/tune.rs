@@ -1,0 +1,135 @@
+//! `auto` on a real device: it tunes, verifies and saves; the next call hits the cache; a
+//! cache it cannot use costs a note, never the run.
+
+mod common;
+
+use std::time::Duration;
+
+use tilemm::tune::{self, CacheUse, TuneOptions};
+use tilemm::verify::Reference;
+use tilemm::{inputs, Shape};
+
+fn options(dir: &std::path::Path, budget_s: f64) -> TuneOptions {
+    TuneOptions {
+        budget: Duration::from_secs_f64(budget_s),
+        cache: Some(dir.join("tuning.json")),
+        retune: false,
+    }
+}
+
+#[test]
+fn auto_tunes_verifies_and_saves_and_the_next_call_of_the_class_hits_the_cache() {
+    let gpu = common::gpu();
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(dir.path(), 1.5);
+    // 70, 50 and 90 all anchor at 64 (the nearest power of two in ratio).
+    let problem = Shape {
+        trans_b: true,
+        ..Shape::new(70, 50, 90)
+    }
+    .problem()
+    .unwrap();
+    let first = tune::choose(gpu, &problem, &options).unwrap();
+    assert_eq!(first.cache, CacheUse::Miss, "{first}");
+    assert_eq!(first.proxy, [64, 64, 64]);
+    assert!(first.verified && first.saved, "{first}");
+    assert!(first.notes.is_empty(), "{:?}", first.notes);
+    assert!(!first.timed.is_empty() && first.timed.len() + first.pruned <= first.candidates);
+    assert!(first.pruned > 0, "the model prunes the naive rung: {first}");
+    assert_eq!(
+        first.chosen, first.timed[0].plan,
+        "the fastest verified wins"
+    );
+    assert!(first
+        .timed
+        .windows(2)
+        .all(|w| w[0].median_ms <= w[1].median_ms));
+
+    // The choice computes the problem itself within the bound.
+    let ops = inputs::random_operands(&problem, 5).unwrap();
+    let run = gpu
+        .gemm(&problem, &first.chosen, &ops.a, &ops.b, None)
+        .unwrap();
+    let check = Reference::new(&problem, &ops.a, &ops.b, None)
+        .unwrap()
+        .check_passes(&run.c, run.schedule.passes)
+        .unwrap();
+    assert!(check.pass, "{check:?}");
+
+    // Another product of the class hits; another layout is another class.
+    let same_class = Shape {
+        trans_b: true,
+        ..Shape::new(64, 60, 64)
+    }
+    .problem()
+    .unwrap();
+    let hit = tune::choose(gpu, &same_class, &options).unwrap();
+    assert_eq!(hit.cache, CacheUse::Hit, "{hit}");
+    assert_eq!(hit.chosen, first.chosen);
+    assert!(hit.timed.is_empty() && hit.verified && !hit.saved);
+    let other = tune::choose(gpu, &Shape::new(64, 64, 64).problem().unwrap(), &options).unwrap();
+    assert_eq!(other.cache, CacheUse::Miss, "{other}");
+    assert_ne!(other.key, first.key);
+
+    let retuned = tune::choose(
+        gpu,
+        &problem,
+        &TuneOptions {
+            retune: true,
+            ..options.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(retuned.cache, CacheUse::Retuned);
+    assert!(!retuned.timed.is_empty() && retuned.saved);
+}
+
+#[test]
+fn a_corrupt_or_unwritable_cache_is_noted_and_tuning_goes_on() {
+    let gpu = common::gpu();
+    let dir = tempfile::tempdir().unwrap();
+    let problem = Shape::new(20, 30, 40).problem().unwrap();
+    // No budget: the best-ranked candidate alone is timed.
+    let options = options(dir.path(), 0.0);
+    let path = options.cache.clone().unwrap();
+    std::fs::write(&path, b"\x00 not json").unwrap();
+    let report = tune::choose(gpu, &problem, &options).unwrap();
+    assert_eq!(report.cache, CacheUse::Miss);
+    assert_eq!(report.timed.len(), 1, "{report}");
+    assert!(
+        report.notes.iter().any(|n| n.contains("corrupt")),
+        "{:?}",
+        report.notes
+    );
+    assert!(report.saved, "the corrupt file is replaced");
+    assert_eq!(
+        tune::choose(gpu, &problem, &options).unwrap().cache,
+        CacheUse::Hit
+    );
+
+    // A cache file that is a directory can be neither read nor replaced.
+    let blocked = TuneOptions {
+        cache: Some(dir.path().to_path_buf()),
+        ..options.clone()
+    };
+    let report = tune::choose(gpu, &problem, &blocked).unwrap();
+    assert!(!report.saved && report.verified);
+    assert!(
+        report.notes.iter().any(|n| n.contains("unreadable")),
+        "{:?}",
+        report.notes
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains("not saved")),
+        "{:?}",
+        report.notes
+    );
+
+    let off = TuneOptions {
+        cache: None,
+        ..options
+    };
+    let report = tune::choose(gpu, &problem, &off).unwrap();
+    assert_eq!(report.cache, CacheUse::Off);
+    assert!(!report.saved && report.notes.is_empty());
+}
