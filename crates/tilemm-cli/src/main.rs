@@ -17,6 +17,8 @@ use tilemm::{
     inputs, one_line, Backend, Config, DType, KernelChoice, Plan, Precision, Problem, Shape,
 };
 
+mod plot;
+
 /// Fast matrix multiplication on the GPUs of every vendor, checked against the CPU.
 #[derive(Parser)]
 #[command(name = "tilemm", version, about, arg_required_else_help = true)]
@@ -178,8 +180,9 @@ struct BenchArgs {
     /// `RUNG:tpb=T` settings.
     #[arg(long, value_delimiter = ',')]
     tpb: Vec<u32>,
-    /// Problem sizes, comma-separated: N for N×N×N, or MxKxN.
-    #[arg(long, value_delimiter = ',', default_value = "512,1024")]
+    /// Problem sizes, comma-separated: N for N×N×N, or MxKxN. Default: 128, 256, … up to 2048
+    /// on a CPU adapter (lavapipe) or the CPU alone, up to 8192 on GPUs.
+    #[arg(long, value_delimiter = ',')]
     sizes: Vec<Size>,
     /// Timed runs per measurement (after one warm-up run).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
@@ -188,6 +191,18 @@ struct BenchArgs {
     target: DeviceArgs,
     #[command(flatten)]
     tune: TuneArgs,
+    /// Also measure the peers on the same device: CubeCL's own matmul (cubek-matmul 0.2) in
+    /// its auto, simple-unit, double-unit and naive strategies (a build with --features peers).
+    /// The CPU path, and cuBLAS or rocBLAS on CUDA or HIP, are always measured.
+    #[arg(long)]
+    peers: bool,
+    /// Write a plot of GFLOPS against size, one line per implementation, to STEM.svg and
+    /// STEM.png.
+    #[arg(long, value_name = "STEM")]
+    plot: Option<PathBuf>,
+    /// Print the measurements as CSV.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
     /// Print the measurements as JSON.
     #[arg(long)]
     json: bool,
@@ -514,18 +529,51 @@ fn run_command(args: RunArgs) -> CommandResult {
     }
 }
 
+/// Sizes `bench` measures by default: 128 to 2048 on a CPU adapter (or the CPU alone), to
+/// 8192 on GPUs.
+fn default_sizes(kind: Option<tilemm::DeviceKind>) -> Vec<Size> {
+    let top = match kind {
+        Some(tilemm::DeviceKind::Cpu) | None => 2048,
+        Some(_) => 8192,
+    };
+    std::iter::successors(Some(128), |n| Some(n * 2))
+        .take_while(|&n| n <= top)
+        .map(|n| Size(n, n, n))
+        .collect()
+}
+
 fn bench_command(args: BenchArgs) -> CommandResult {
     let (auto, plans) = bench_choices(&args.kernels, &args.tpb)?;
     let tune_options = args.tune.options();
-    let problems = args
-        .sizes
+    if args.peers && !tilemm::peers::BUILT {
+        return Err(tilemm::Error::View(
+            "--peers needs cubek-matmul, which this build leaves out: build with `cargo build \
+             --release -p tilemm-cli --features peers`"
+                .into(),
+        )
+        .into());
+    }
+    if args.plot.is_some() {
+        plot::prepare_font().map_err(tilemm::Error::View)?;
+    }
+    let mut notes = Vec::new();
+    let gpu = open_device(args.target.backend, args.target.device, &mut notes)?;
+    let info = gpu.as_ref().map(|g| g.info());
+    let sizes = if args.sizes.is_empty() {
+        default_sizes(info.map(|i| i.kind))
+    } else {
+        args.sizes.clone()
+    };
+    let problems = sizes
         .iter()
         .map(|&Size(m, k, n)| Problem::new(m, k, n))
         .collect::<tilemm::Result<Vec<_>>>()?;
-    let mut notes = Vec::new();
-    let gpu = open_device(args.target.backend, args.target.device, &mut notes)?;
+    let peers = if args.peers && gpu.is_some() {
+        tilemm::peers::CubekStrategy::ALL.to_vec()
+    } else {
+        Vec::new()
+    };
     // Refuse every impossible size before measuring anything.
-    let info = gpu.as_ref().map(|g| g.info());
     let mut references = Vec::new();
     for problem in &problems {
         if let Some(info) = info {
@@ -533,91 +581,161 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 plan.check(problem, info)?;
             }
         }
-        // Every kernel, the vendor library and the CPU are checked against one reference.
+        // Every kernel, peer, the vendor library and the CPU are checked against one reference.
         references.push(plan_host_memory(
             problem,
             info,
-            plans.len() + usize::from(auto) + 2,
+            plans.len() + usize::from(auto) + peers.len() + 2,
         )?);
     }
-    if !args.json {
-        for note in &notes {
-            say!("note: {note}");
+    let format = if args.json {
+        Format::Json
+    } else if args.csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    match format {
+        Format::Table => {
+            for note in &notes {
+                say!("note: {note}");
+            }
+            match &gpu {
+                Some(g) => say!(
+                    "device: {} ({}, {} via {})",
+                    g.info().name,
+                    g.info().kind.name(),
+                    g.info().api,
+                    g.backend()
+                ),
+                None => say!("device: CPU only"),
+            }
+            say!(
+                "{:<16} {:<40} {:>11} {:>11} {:>10}  {:<18} check",
+                "size",
+                "implementation",
+                "median ms",
+                "min ms",
+                "GFLOPS",
+                "timing"
+            );
         }
-        match &gpu {
-            Some(g) => say!(
-                "device: {} ({}, {} via {})",
-                g.info().name,
-                g.info().kind.name(),
-                g.info().api,
-                g.backend()
-            ),
-            None => say!("device: CPU only"),
-        }
-        say!(
-            "{:<16} {:<34} {:>11} {:>11} {:>10}  {:<18} check",
-            "size",
-            "implementation",
-            "median ms",
-            "min ms",
-            "GFLOPS",
-            "timing"
-        );
+        Format::Csv => say!("m,k,n,implementation,median_ms,min_ms,gflops,timing,verified"),
+        Format::Json => {}
     }
     let repeat = usize::from(args.repeat);
+    let per_size = if gpu.is_some() {
+        plans.len() + usize::from(auto) + peers.len() + 2
+    } else {
+        1
+    };
+    // A bar on stderr, drawn only on a terminal (indicatif hides it otherwise).
+    let bar = indicatif::ProgressBar::new((per_size * problems.len()) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .expect("a valid template"),
+    );
     let mut all = Vec::new();
     let mut tunings = Vec::new();
     for (problem, reference) in problems.iter().zip(references) {
         let operands = inputs::random_operands(problem, 0)?;
         let work = bench::Workload::new(problem, &operands, reference)?;
         let mut rows = Vec::new();
+        let step = |what: &str| {
+            bar.set_message(format!("{} {what}", size_name(problem)));
+        };
         if let Some(gpu) = &gpu {
             if auto {
+                step("auto (tuning)");
                 let tuning = tune::choose(gpu, problem, &tune_options)?;
-                if !args.json {
-                    for note in &tuning.notes {
-                        say!("note: {note}");
-                    }
-                    say!("{:<16} {tuning}", size_name(problem));
+                if format == Format::Table {
+                    bar.suspend(|| -> Result<(), Failure> {
+                        for note in &tuning.notes {
+                            say!("note: {note}");
+                        }
+                        say!("{:<16} {tuning}", size_name(problem));
+                        Ok(())
+                    })?;
                 }
                 let mut row = bench::gpu_kernel(gpu, &work, &tuning.chosen, repeat)?;
                 row.implementation = format!("auto → {}", row.implementation);
                 rows.push(row);
                 tunings.push(tuning);
+                bar.inc(1);
             }
             for plan in &plans {
+                step(&plan.to_string());
                 rows.push(bench::gpu_kernel(gpu, &work, plan, repeat)?);
+                bar.inc(1);
+            }
+            for &strategy in &peers {
+                step(&format!("cubek {strategy}"));
+                match tilemm::peers::cubek(gpu, &work, strategy, repeat) {
+                    Ok(row) => rows.push(row),
+                    // A strategy the device cannot run (tensor cores on lavapipe) is a note.
+                    Err(err) if format == Format::Table => bar.suspend(|| {
+                        say(format_args!(
+                            "note: cubek-matmul {strategy} skipped at {}: {}",
+                            size_name(problem),
+                            one_line(&err.to_string())
+                        ))
+                    })?,
+                    Err(_) => {}
+                }
+                bar.inc(1);
             }
             // The vendor library on the same device and matrices: the bar the ladder climbs to.
+            step("vendor BLAS");
             match vendor_baseline(gpu, &work, repeat) {
                 Some(Ok(baseline)) => rows.push(baseline),
-                Some(Err(err)) if !args.json => {
-                    say!(
+                Some(Err(err)) if format == Format::Table => bar.suspend(|| {
+                    say(format_args!(
                         "note: vendor baseline skipped: {}",
                         one_line(&err.to_string())
-                    )
-                }
+                    ))
+                })?,
                 _ => {}
             }
+            bar.inc(1);
         }
+        step("cpu");
         rows.push(bench::cpu_gemm(&work, repeat)?);
+        bar.inc(1);
         for m in &rows {
-            if !args.json {
-                say!(
-                    "{:<16} {:<34} {:>11.3} {:>11.3} {:>10.2}  {:<18} {}",
-                    size_name(problem),
-                    m.implementation,
-                    m.median_ms,
-                    m.min_ms,
-                    m.gflops,
-                    m.timing,
-                    if m.verified { "PASS" } else { "FAIL" }
-                );
+            let check = if m.verified { "PASS" } else { "FAIL" };
+            match format {
+                Format::Table => bar.suspend(|| {
+                    say(format_args!(
+                        "{:<16} {:<40} {:>11.3} {:>11.3} {:>10.2}  {:<18} {check}",
+                        size_name(problem),
+                        m.implementation,
+                        m.median_ms,
+                        m.min_ms,
+                        m.gflops,
+                        m.timing,
+                    ))
+                })?,
+                Format::Csv => bar.suspend(|| {
+                    say(format_args!(
+                        "{},{},{},\"{}\",{},{},{},{},{}",
+                        problem.m,
+                        problem.k,
+                        problem.n,
+                        m.implementation.replace('"', "\"\""),
+                        m.median_ms,
+                        m.min_ms,
+                        m.gflops,
+                        m.timing,
+                        m.verified
+                    ))
+                })?,
+                Format::Json => {}
             }
         }
         all.extend(rows);
     }
-    if args.json {
+    bar.finish_and_clear();
+    if format == Format::Json {
         let object = serde_json::json!({
             "device": gpu.as_ref().map(|g| g.info()),
             "backend": gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
@@ -630,11 +748,33 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             serde_json::to_string_pretty(&object).expect("measurements serialize")
         );
     }
+    if let Some(stem) = &args.plot {
+        let title = match &gpu {
+            Some(g) => format!("tilemm bench, {}, f32", g.info().name),
+            None => "tilemm bench, CPU, f32".into(),
+        };
+        let written = plot::write(stem, &title, &all).map_err(tilemm::Error::View)?;
+        if format == Format::Table {
+            say!(
+                "plot: {} and {}",
+                written[0].display(),
+                written[1].display()
+            );
+        }
+    }
     Ok(if all.iter().all(|m| m.verified) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAIL)
     })
+}
+
+/// How `bench` prints its measurements.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Table,
+    Csv,
+    Json,
 }
 
 fn size_name(problem: &Problem) -> String {

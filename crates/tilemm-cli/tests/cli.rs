@@ -568,6 +568,86 @@ fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
 }
 
 #[test]
+fn bench_tunes_auto_writes_csv_and_a_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let stem = dir.path().join("sweep");
+    let out = tilemm(&[
+        "bench",
+        "--csv",
+        "--sizes",
+        "16,24x40x8",
+        "--repeat",
+        "1",
+        "--kernels",
+        "auto,naive",
+        "--plot",
+        stem.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("m,k,n,implementation,median_ms,min_ms,gflops,timing,verified")
+    );
+    // Fields split at commas outside quotes.
+    let fields = |line: &str| {
+        let mut quoted = false;
+        line.split(|c| {
+            quoted ^= c == '"';
+            c == ',' && !quoted
+        })
+        .map(str::to_owned)
+        .collect::<Vec<_>>()
+    };
+    let rows: Vec<Vec<String>> = lines.map(fields).collect();
+    // auto, naive and the CPU at each size.
+    assert_eq!(rows.len(), 6, "{text}");
+    assert!(
+        rows.iter().all(|r| r.len() == 9 && r[8] == "true"),
+        "{text}"
+    );
+    assert!(rows[0][3].starts_with("\"auto → "), "{text}");
+    assert_eq!(rows[3][..3], ["24", "40", "8"]);
+    for (path, magic) in [("sweep.svg", &b"<svg"[..]), ("sweep.png", &b"\x89PNG"[..])] {
+        let bytes = std::fs::read(dir.path().join(path)).unwrap();
+        assert!(bytes.starts_with(magic), "{path}");
+    }
+    assert_refused(&["bench", "--csv", "--json"], &["--csv"]);
+}
+
+#[cfg(feature = "peers")]
+#[test]
+fn bench_peers_measure_cubek_matmul_on_the_same_device_and_verify_it() {
+    let out = tilemm(&[
+        "bench",
+        "--peers",
+        "--sizes",
+        "64",
+        "--repeat",
+        "1",
+        "--kernels",
+        "naive",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    for strategy in ["auto", "simple-unit", "double-unit", "naive"] {
+        let row = format!("cubek-matmul 0.2 {strategy} ");
+        let line = text
+            .lines()
+            .find(|l| l.contains(&row))
+            .unwrap_or_else(|| panic!("no {row}row in\n{text}"));
+        assert!(line.ends_with("PASS"), "{line}");
+    }
+}
+
+#[cfg(not(feature = "peers"))]
+#[test]
+fn bench_peers_without_the_feature_say_how_to_build_them() {
+    assert_refused(&["bench", "--peers"], &["--features peers"]);
+}
+
+#[test]
 fn bench_refuses_bad_sizes_before_measuring() {
     assert_refused(&["bench", "--sizes", "64,0"], &["dimension m is 0"]);
     assert_refused(&["bench", "--sizes", "4x4"], &["size '4x4'"]);

@@ -565,6 +565,53 @@ impl<R: Runtime> Session<R> {
         })
     }
 
+    /// Enqueues C = A·B with CubeCL's own matmul (cubek-matmul) in `strategy`, on resident f32
+    /// matrices, row-major and contiguous, batch 1 (what `bench` measures peers on).
+    #[cfg(feature = "peers")]
+    pub(crate) fn cubek(
+        &self,
+        strategy: &cubek_matmul::launch::Strategy,
+        problem: &Problem,
+        [a, b, c]: [&DeviceMatrix; 3],
+    ) -> Result<()> {
+        use cubek_matmul::definition::MatmulElems;
+        let plain = problem.batch == 1
+            && problem.precision == crate::problem::Precision::of(DType::F32)
+            && [problem.a, problem.b, problem.c]
+                .iter()
+                .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
+        if !plain {
+            return Err(Error::View(
+                "the cubek-matmul peer is measured on plain f32 products only".into(),
+            ));
+        }
+        let tensor = |m: &DeviceMatrix, rows: usize, cols: usize| TensorBinding::<R> {
+            handle: m.handle.clone().binding(),
+            strides: [cols, 1].into(),
+            shape: [rows, cols].into(),
+            runtime: std::marker::PhantomData,
+        };
+        let f32_type = f32::as_type_native_unchecked();
+        let (mm, k, n) = (problem.m, problem.k, problem.n);
+        let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), f32_type.storage_type());
+        let rhs = cubek_std::InputBinding::new(tensor(b, k, n), f32_type.storage_type());
+        let mut dtypes = MatmulElems::from_single_dtype(f32_type);
+        cubek_matmul::launch::launch_ref(
+            strategy,
+            &self.client,
+            lhs,
+            rhs,
+            tensor(c, mm, n),
+            &mut dtypes,
+        )
+        .map_err(|e| {
+            Error::View(format!(
+                "cubek-matmul {strategy}: {}",
+                one_line(&format!("{e:?}"))
+            ))
+        })
+    }
+
     fn error(&self, reason: String) -> Error {
         Error::Device {
             device: self.info.name.clone(),

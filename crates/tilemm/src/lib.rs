@@ -40,6 +40,7 @@ pub mod host;
 pub mod inputs;
 pub mod ladder;
 pub mod panels;
+pub mod peers;
 pub mod plan;
 pub mod problem;
 pub mod report;

@@ -232,6 +232,17 @@ impl GpuSession {
         with_session!(self, s => s.memory())
     }
 
+    /// Enqueues C = A·B with cubek-matmul's `strategy`; see [`Session::cubek`].
+    #[cfg(feature = "peers")]
+    pub(crate) fn cubek(
+        &self,
+        strategy: &cubek_matmul::launch::Strategy,
+        problem: &Problem,
+        matrices: [&DeviceMatrix; 3],
+    ) -> Result<()> {
+        with_session!(self, s => s.cubek(strategy, problem, matrices))
+    }
+
     /// Waits until the device is idle.
     pub fn sync(&self) -> Result<()> {
         with_session!(self, s => s.sync())
