@@ -841,7 +841,7 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                     failures += 1;
                     if !args.json {
                         say!(
-                            "{:<16} {:<8} {:<9} FAIL: {err}",
+                            "{:<40} {:<8} {:<9} FAIL: {err}",
                             plan.to_string(),
                             arch.name,
                             compile_check::short_name(precision)

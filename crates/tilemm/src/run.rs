@@ -148,10 +148,21 @@ impl Runner {
     pub fn new(problem: &Problem, options: &RunOptions) -> Result<Self> {
         let mut notes = Vec::new();
         let gpu = open_device(options.backend, options.device, &mut notes)?;
+        if let Some(gpu) = &gpu {
+            // What the device refuses whatever the kernel (a type it lacks, a grid over its
+            // limits), before the host's memory and before tuning.
+            let first = match options.kernel {
+                KernelChoice::Fixed(config) => Plan::new(config),
+                KernelChoice::Auto => Plan::default_for(crate::Kernel::Naive),
+            };
+            gpu.schedule(problem, &first)?;
+        }
+        // The two GPU runs' results, or the CPU's alone; what the host cannot hold is refused
+        // before anything, tuning included, allocates.
+        let checks = if gpu.is_some() { 2 } else { 1 };
+        let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
         let (plan, tuning) = match (&gpu, options.kernel) {
             (Some(gpu), KernelChoice::Auto) => {
-                // Refuse what no kernel could run (a type the device lacks) before tuning.
-                gpu.schedule(problem, &Plan::default_for(crate::Kernel::Naive))?;
                 let report = tune::choose(gpu, problem, &options.tune)?;
                 notes.extend(report.notes.iter().cloned());
                 (report.chosen, Some(report))
@@ -163,9 +174,6 @@ impl Runner {
         if let Some(gpu) = &gpu {
             gpu.schedule(problem, &plan)?;
         }
-        // The two GPU runs' results, or the CPU's alone.
-        let checks = if gpu.is_some() { 2 } else { 1 };
-        let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
         Ok(Runner {
             problem: *problem,
             plan,

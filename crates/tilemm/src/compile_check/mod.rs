@@ -74,7 +74,7 @@ impl fmt::Display for ResourceUsage {
         let (active, max) = self.occupancy;
         write!(
             f,
-            "{:<16} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
             self.plan.to_string(),
             self.arch,
             short_name(self.precision),
@@ -92,7 +92,7 @@ impl fmt::Display for ResourceUsage {
 
 /// The column headings matching [`ResourceUsage`]'s `Display`.
 pub const TABLE_HEADER: &str =
-    "kernel           arch     precision    registers  spills  static B  dynamic B  occupancy     limit";
+    "kernel                                   arch     precision    registers  spills  static B  dynamic B  occupancy     limit";
 
 /// A precision in one word: its type, or input→output where they differ.
 pub fn short_name(precision: Precision) -> String {
