@@ -75,8 +75,9 @@ struct DeviceArgs {
 /// How `--kernel auto` tunes: shared by `run` and `bench`.
 #[derive(Args)]
 struct TuneArgs {
-    /// Seconds `auto` may spend timing candidates when its cache has no choice for the device
-    /// and shape class (the best-ranked candidate is always timed). The cache file is
+    /// Seconds after which `auto` starts no further candidate when its cache has no choice for
+    /// the device and shape class (the best-ranked candidate is always timed; the candidate
+    /// running then, and the winner's verification, finish). The cache file is
     /// $TILEMM_CACHE_DIR/tuning.json, else tilemm/tuning.json in the user's cache directory.
     #[arg(long, default_value_t = 20.0, value_name = "SECONDS", value_parser = budget, allow_negative_numbers = true)]
     tune_budget: f64,
@@ -436,6 +437,11 @@ fn bench_choices(kernels: &[KernelChoice], tpb: &[u32]) -> tilemm::Result<(bool,
             KernelChoice::Auto => None,
         })
         .collect();
+    if kernels.contains(&KernelChoice::Auto) && !tpb.is_empty() {
+        return Err(tilemm::Error::View(
+            "--tpb needs rungs (--kernels tiled, say): auto picks tile sizes itself".into(),
+        ));
+    }
     let auto = kernels.contains(&KernelChoice::Auto) || (kernels.is_empty() && tpb.is_empty());
     let plans = if fixed.is_empty() && !kernels.is_empty() && tpb.is_empty() {
         // `--kernels auto` alone.
@@ -571,6 +577,9 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     let peers = if args.peers && gpu.is_some() {
         tilemm::peers::CubekStrategy::ALL.to_vec()
     } else {
+        if args.peers {
+            notes.push("--peers: no GPU device, so no cubek-matmul peer is measured".into());
+        }
         Vec::new()
     };
     // Refuse every impossible size before measuring anything.
@@ -660,7 +669,9 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 let mut row = bench::gpu_kernel(gpu, &work, &tuning.chosen, repeat)?;
                 row.implementation = format!("auto → {}", row.implementation);
                 rows.push(row);
-                tunings.push(tuning);
+                tunings.push(serde_json::json!({
+                    "m": problem.m, "k": problem.k, "n": problem.n, "tuning": tuning,
+                }));
                 bar.inc(1);
             }
             for plan in &plans {
@@ -673,14 +684,17 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 match tilemm::peers::cubek(gpu, &work, strategy, repeat) {
                     Ok(row) => rows.push(row),
                     // A strategy the device cannot run (tensor cores on lavapipe) is a note.
-                    Err(err) if format == Format::Table => bar.suspend(|| {
-                        say(format_args!(
-                            "note: cubek-matmul {strategy} skipped at {}: {}",
+                    Err(err) => {
+                        let note = format!(
+                            "cubek-matmul {strategy} skipped at {}: {}",
                             size_name(problem),
                             one_line(&err.to_string())
-                        ))
-                    })?,
-                    Err(_) => {}
+                        );
+                        if format == Format::Table {
+                            bar.suspend(|| say(format_args!("note: {note}")))?;
+                        }
+                        notes.push(note);
+                    }
                 }
                 bar.inc(1);
             }
@@ -688,13 +702,18 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             step("vendor BLAS");
             match vendor_baseline(gpu, &work, repeat) {
                 Some(Ok(baseline)) => rows.push(baseline),
-                Some(Err(err)) if format == Format::Table => bar.suspend(|| {
-                    say(format_args!(
-                        "note: vendor baseline skipped: {}",
+                Some(Err(err)) => {
+                    let note = format!(
+                        "vendor baseline skipped at {}: {}",
+                        size_name(problem),
                         one_line(&err.to_string())
-                    ))
-                })?,
-                _ => {}
+                    );
+                    if format == Format::Table {
+                        bar.suspend(|| say(format_args!("note: {note}")))?;
+                    }
+                    notes.push(note);
+                }
+                None => {}
             }
             bar.inc(1);
         }

@@ -33,9 +33,13 @@ pub fn prepare_font() -> Result<(), String> {
     ))
 }
 
-/// The two files `--plot STEM` writes.
+/// The two files `--plot STEM` writes: STEM.svg and STEM.png (`v1.2` gives `v1.2.svg`).
 pub fn paths(stem: &Path) -> [PathBuf; 2] {
-    ["svg", "png"].map(|ext| stem.with_extension(ext))
+    [".svg", ".png"].map(|ext| {
+        let mut name = stem.as_os_str().to_owned();
+        name.push(ext);
+        PathBuf::from(name)
+    })
 }
 
 /// Implementations' series: `auto → rung:…` rows count as one series, `auto`, whatever each

@@ -185,8 +185,9 @@ impl<R: Runtime> Session<R> {
         })
     }
 
-    /// C's buffer for `problem`: a copy of `c0` when β ≠ 0 (C is then read), else left
-    /// uninitialised. bf16 is held as f32 where the device has no bf16 type.
+    /// C's buffer for `problem`: a copy of `c0` when given (β ≠ 0 reads it; with β = 0 it is
+    /// what entries a kernel fails to write keep, e.g. NaN for a check), else uninitialised.
+    /// bf16 is held as f32 where the device has no bf16 type.
     pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
         let dtype = problem.precision.output;
         let len = problem.c_len();
@@ -197,7 +198,7 @@ impl<R: Runtime> Session<R> {
             (Stored::Native, dtype.size_bytes())
         };
         let handle = match c0 {
-            Some(c0) if problem.reads_c() => {
+            Some(c0) => {
                 problem.check_output(c0.len())?;
                 if c0.dtype() != dtype {
                     return Err(Error::Precision(format!(

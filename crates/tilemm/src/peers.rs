@@ -109,8 +109,8 @@ pub fn cubek(
     _repeat: usize,
 ) -> Result<Measurement> {
     Err(crate::error::Error::View(
-        "cubek-matmul peers are not in this build: build with `cargo build --release --features \
-         peers` (scripts/bench-peers does)"
+        "cubek-matmul peers are not in this build: build with `cargo build --release -p \
+         tilemm-cli --features peers`"
             .into(),
     ))
 }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::backend::GpuSession;
 use crate::device::DeviceKind;
+use crate::element::HostData;
 use crate::error::{Error, Result};
 use crate::inputs;
 use crate::ladder::{Config, Kernel};
@@ -123,8 +124,20 @@ pub struct TuneKey {
     pub precision: String,
     /// Layouts of A, B and C (row, col or strided).
     pub layouts: [&'static str; 3],
+    /// The vector widths A and B are read in (4, 2 or 1, from their strides and extents): rungs
+    /// that read vectors compile, and run, one kernel per pair.
+    pub lines: [u32; 2],
     /// The shape class's anchored M, K and N.
     pub anchors: [usize; 3],
+    /// Whether bf16 is packed two to a word on this device.
+    #[serde(skip)]
+    packed: bool,
+}
+
+/// The vector widths `problem` (as given) is read in, on its canonical form.
+fn lines_of(problem: &Problem, packed: bool) -> [u32; 2] {
+    let args = crate::ladder::args::Args::new(&problem.canonical().0);
+    [args.line(0, packed), args.line(1, packed)]
 }
 
 impl TuneKey {
@@ -132,11 +145,14 @@ impl TuneKey {
     pub fn new(gpu: &GpuSession, problem: &Problem) -> Self {
         let info = gpu.info();
         let cap = anchor_cap(info.kind);
+        let packed = problem.precision.input == crate::problem::DType::BF16 && !info.types.bf16;
         TuneKey {
             device: format!("{} {} ({})", gpu.backend(), info.name, info.driver),
             precision: problem.precision.to_string(),
             layouts: [problem.a, problem.b, problem.c].map(|v| short_layout(v.layout())),
+            lines: lines_of(problem, packed),
             anchors: [problem.m, problem.k, problem.n].map(|len| anchor(len, cap)),
+            packed,
         }
     }
 
@@ -144,16 +160,16 @@ impl TuneKey {
     pub fn text(&self) -> String {
         let [m, k, n] = self.anchors;
         let [a, b, c] = self.layouts;
+        let [la, lb] = self.lines;
         format!(
-            "{} | {} | A {a}, B {b}, C {c} | {m}×{k}×{n}",
+            "{} | {} | A {a}, B {b}, C {c} | vectors {la}, {lb} | {m}×{k}×{n}",
             self.device, self.precision
         )
     }
 
-    /// The problem candidates are timed on: the class's anchor sizes in its layouts and
-    /// precision, one matrix, C = A·B.
+    /// The problem candidates are timed on: the class's anchor sizes (less up to 3 each, so
+    /// that its vector widths are the key's) in its layouts and precision, one matrix, C = A·B.
     fn proxy(&self, problem: &Problem) -> Result<Problem> {
-        let [m, k, n] = self.anchors;
         let like = |view: &MatrixDesc, rows, cols| {
             if view.layout() == Layout::ColMajor {
                 MatrixDesc::col_major(rows, cols)
@@ -161,14 +177,30 @@ impl TuneKey {
                 MatrixDesc::row_major(rows, cols)
             }
         };
-        Problem::general(
-            (m, k, n, 1),
-            like(&problem.a, m, k),
-            like(&problem.b, k, n),
-            like(&problem.c, m, n),
-            (1.0, 0.0),
-            problem.precision,
-        )
+        let make = |[m, k, n]: [usize; 3]| {
+            Problem::general(
+                (m, k, n, 1),
+                like(&problem.a, m, k),
+                like(&problem.b, k, n),
+                like(&problem.c, m, n),
+                (1.0, 0.0),
+                problem.precision,
+            )
+        };
+        let [m, k, n] = self.anchors;
+        let less = |len: usize, by: usize| len.saturating_sub(by).max(1);
+        for dm in 0..4 {
+            for dk in 0..4 {
+                for dn in 0..4 {
+                    let proxy = make([less(m, dm), less(k, dk), less(n, dn)])?;
+                    if lines_of(&proxy, self.packed) == self.lines {
+                        return Ok(proxy);
+                    }
+                }
+            }
+        }
+        // Widths the anchor sizes cannot give (a strided view's): the anchor as it is.
+        make(self.anchors)
     }
 }
 
@@ -361,18 +393,36 @@ impl CacheFile {
     }
 
     /// Adds `entry` to what the file holds now (another process may have saved since it was
-    /// read) and replaces the file at once, by a rename, so that a reader never sees half.
+    /// read) and replaces the file at once, by a rename, so that a reader never sees half;
+    /// savers take turns through an advisory lock on `<file>.lock`.
     fn save(path: &Path, key: &str, entry: Entry) -> std::io::Result<()> {
-        let mut file = Self::load(path, &mut Vec::new());
-        file.entries.insert(key.into(), entry);
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        // Processes saving at once take turns, so that none drops another's entry.
+        let mut lock_path = path.as_os_str().to_owned();
+        lock_path.push(".lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)?;
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock on a descriptor this function owns; released when `lock` closes.
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        let mut file = Self::load(path, &mut Vec::new());
+        file.entries.insert(key.into(), entry);
         let mut temp = tempfile::NamedTempFile::new_in(dir)?;
         let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
         temp.write_all(text.as_bytes())?;
         temp.write_all(b"\n")?;
         temp.as_file().sync_all()?;
         temp.persist(path).map_err(|e| e.error)?;
+        drop(lock);
         Ok(())
     }
 }
@@ -452,7 +502,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                     cache: CacheUse::Hit,
                     cache_file: options.cache.clone(),
                     chosen: plan,
-                    proxy: key.anchors,
+                    proxy: [proxy.m, proxy.k, proxy.n],
                     candidates: all.len(),
                     pruned: 0,
                     timed: Vec::new(),
@@ -508,61 +558,79 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     let b = gpu.upload(&operands.b)?;
     let c = gpu.output(&proxy, None)?;
     let mut timed: Vec<Timed> = Vec::new();
-    for (i, (_, plan)) in ranked.iter().enumerate() {
-        if i > 0 && start.elapsed() >= options.budget {
+    let skip = |notes: &mut Vec<String>, plan: &Plan, e: Error| {
+        notes.push(format!(
+            "candidate {plan} skipped: {}",
+            crate::one_line(&e.to_string())
+        ));
+    };
+    for (_, plan) in &ranked {
+        // The best-ranked candidate that runs is always timed.
+        if !timed.is_empty() && start.elapsed() >= options.budget {
             break;
         }
         // The first launch compiles; a tiny one, so that a slow kernel costs its compile only
         // once.
-        if let Err(e) = gpu.compile(plan, &proxy) {
-            notes.push(format!(
-                "candidate {plan} skipped: {}",
-                crate::one_line(&e.to_string())
-            ));
-            continue;
-        }
-        let time = || -> Result<f64> {
-            let d = gpu.profile(|| gpu.enqueue(&proxy, plan, &a, &b, &c).map(|_| ()))?;
-            Ok(d.as_secs_f64() * 1e3)
-        };
-        let first = time()?;
-        let best = timed
-            .iter()
-            .map(|t| t.median_ms)
-            .fold(f64::INFINITY, f64::min);
-        // One run is enough to drop a candidate twice as slow as the best.
-        let mut runs = vec![first];
-        if first < 2.0 * best {
-            for _ in 0..2 {
-                runs.push(time()?);
+        let runs = gpu.compile(plan, &proxy).and_then(|_| {
+            let time = || -> Result<f64> {
+                let d = gpu.profile(|| gpu.enqueue(&proxy, plan, &a, &b, &c).map(|_| ()))?;
+                Ok(d.as_secs_f64() * 1e3)
+            };
+            let best = timed
+                .iter()
+                .map(|t| t.median_ms)
+                .fold(f64::INFINITY, f64::min);
+            // One run is enough to drop a candidate twice as slow as the best.
+            let mut runs = vec![time()?];
+            if runs[0] < 2.0 * best {
+                for _ in 0..2 {
+                    runs.push(time()?);
+                }
             }
-        }
-        runs.sort_by(f64::total_cmp);
-        timed.push(Timed {
-            plan: *plan,
-            median_ms: runs[runs.len() / 2],
-            runs: runs.len(),
+            Ok(runs)
         });
+        match runs {
+            Ok(mut runs) => {
+                runs.sort_by(f64::total_cmp);
+                timed.push(Timed {
+                    plan: *plan,
+                    median_ms: runs[runs.len() / 2],
+                    runs: runs.len(),
+                });
+            }
+            Err(e) => skip(&mut notes, plan, e),
+        }
     }
     timed.sort_by(|x, y| x.median_ms.total_cmp(&y.median_ms));
 
-    // The fastest whose result meets the bound.
+    // The fastest whose result meets the bound, each computed into a C of NaN, so that an
+    // entry a kernel leaves unwritten fails the check instead of showing an earlier result.
     let reference = Reference::new(&proxy, &operands.a, &operands.b, None)?;
+    let nan = HostData::from_f64(
+        proxy.precision.output,
+        std::iter::repeat_n(f64::NAN, proxy.c_len()),
+    );
     let mut winner = None;
     for t in &timed {
-        let launches = gpu.enqueue(&proxy, &t.plan, &a, &b, &c)?;
-        let result = gpu.download(&c)?;
-        if reference
-            .check_passes(&result, launches.k_slabs as usize)?
-            .pass
-        {
-            winner = Some(t.clone());
-            break;
+        let check = (|| -> Result<bool> {
+            let c = gpu.output(&proxy, Some(&nan))?;
+            let launches = gpu.enqueue(&proxy, &t.plan, &a, &b, &c)?;
+            let result = gpu.download(&c)?;
+            Ok(reference
+                .check_passes(&result, launches.k_slabs as usize)?
+                .pass)
+        })();
+        match check {
+            Ok(true) => {
+                winner = Some(t.clone());
+                break;
+            }
+            Ok(false) => notes.push(format!(
+                "candidate {} failed verification on the proxy; not chosen",
+                t.plan
+            )),
+            Err(e) => skip(&mut notes, &t.plan, e),
         }
-        notes.push(format!(
-            "candidate {} failed verification on the proxy; not chosen",
-            t.plan
-        ));
     }
     let Some(winner) = winner else {
         return Err(Error::View(format!(
@@ -593,7 +661,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         cache: cache_use,
         cache_file: options.cache.clone(),
         chosen: winner.plan,
-        proxy: key.anchors,
+        proxy: [proxy.m, proxy.k, proxy.n],
         candidates: all.len(),
         pruned,
         median_ms: winner.median_ms,
@@ -689,6 +757,7 @@ mod tests {
         // A directory where the file should be: unreadable, noted, not fatal.
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
+        assert!(dir.path().join("sub").join("tuning.json.lock").is_file());
         notes.clear();
         assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
         assert!(notes[0].contains("unreadable"), "{notes:?}");

@@ -198,6 +198,8 @@ pub(super) fn check(
     let threads = plan.threads_per_block();
     let dynamic_lds = plan.shared_bytes(precision) as u64;
     let (occupancy, limit) = amd_occupancy(arch, threads, waves, static_lds + dynamic_lds);
+    // The assembly, for the main loop's mix (a compiler that wrote none gives no figure).
+    let assembly = std::fs::read_to_string(dir.path().join("kernel.s")).unwrap_or_default();
     Ok(ResourceUsage {
         plan: *plan,
         precision,
@@ -210,6 +212,7 @@ pub(super) fn check(
         threads_per_block: threads,
         occupancy: (occupancy, arch.max_warps),
         occupancy_limit: limit,
+        main_loop: super::loops::amdgpu_main_loop(&assembly),
     })
 }
 

@@ -14,6 +14,7 @@
 
 mod amd;
 mod arch;
+pub mod loops;
 #[cfg(feature = "cuda")]
 mod nvidia;
 
@@ -56,6 +57,9 @@ pub struct ResourceUsage {
     pub occupancy: (u32, u32),
     /// What limits the occupancy: registers, shared memory, threads or blocks.
     pub occupancy_limit: &'static str,
+    /// The main loop's instruction mix, from the machine code (`None` where the disassembler
+    /// is missing, or the code has no loop with an FMA).
+    pub main_loop: Option<loops::LoopMix>,
 }
 
 impl ResourceUsage {
@@ -74,7 +78,7 @@ impl fmt::Display for ResourceUsage {
         let (active, max) = self.occupancy;
         write!(
             f,
-            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
             self.plan.to_string(),
             self.arch,
             short_name(self.precision),
@@ -82,6 +86,10 @@ impl fmt::Display for ResourceUsage {
             self.spills,
             self.static_shared_bytes,
             self.dynamic_shared_bytes,
+            self.main_loop.map_or_else(
+                || "—".to_string(),
+                |l| format!("{:.0}%/{}", l.percent(), l.instructions)
+            ),
             active,
             max,
             100.0 * f64::from(active) / f64::from(max.max(1)),
@@ -92,7 +100,7 @@ impl fmt::Display for ResourceUsage {
 
 /// The column headings matching [`ResourceUsage`]'s `Display`.
 pub const TABLE_HEADER: &str =
-    "kernel                                   arch     precision    registers  spills  static B  dynamic B  occupancy     limit";
+    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  occupancy     limit";
 
 /// A precision in one word: its type, or input→output where they differ.
 pub fn short_name(precision: Precision) -> String {

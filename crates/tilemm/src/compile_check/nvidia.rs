@@ -7,6 +7,7 @@ use cudarc::nvrtc::{result, sys};
 
 use super::{tool_error, ResourceUsage, Toolchain};
 use crate::compile_check::arch::{nvidia_occupancy, Arch};
+use crate::compile_check::loops::sass_main_loop;
 use crate::error::Result;
 use crate::plan::Plan;
 
@@ -85,11 +86,12 @@ pub(super) fn check(
         format!("--include-path={}", include.display()),
     ];
     // SAFETY: `program` was just created and is destroyed once, after its log is read.
-    let (compiled, log) = unsafe {
+    let (compiled, log, cubin) = unsafe {
         let compiled = result::compile_program(program, &options);
         let log = result::get_program_log(program);
+        let cubin = compiled.is_ok().then(|| cubin_of(program)).flatten();
         let _ = result::destroy_program(program);
-        (compiled, log)
+        (compiled, log, cubin)
     };
     let log: String = log
         .unwrap_or_default()
@@ -132,7 +134,56 @@ pub(super) fn check(
         threads_per_block: shape_threads,
         occupancy: (warps, arch.max_warps),
         occupancy_limit: limit,
+        main_loop: cubin
+            .and_then(|c| disassemble(&c))
+            .and_then(|s| sass_main_loop(&s)),
     })
+}
+
+/// The machine code NVRTC built (a cubin, for a real `sm_XX` target).
+///
+/// # Safety
+/// `program` is a compiled NVRTC program.
+unsafe fn cubin_of(program: sys::nvrtcProgram) -> Option<Vec<u8>> {
+    let mut size = 0usize;
+    if sys::nvrtcGetCUBINSize(program, &mut size).result().is_err() || size == 0 {
+        return None;
+    }
+    let mut cubin = vec![0u8; size];
+    sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())
+        .result()
+        .ok()?;
+    Some(cubin)
+}
+
+/// `nvdisasm`: on PATH (`scripts/setup` puts the PyPI wheel `nvidia-cuda-nvdisasm` there) or
+/// in the CUDA toolkit.
+fn nvdisasm() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("nvdisasm"))
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.push(PathBuf::from("/usr/local/cuda/bin/nvdisasm"));
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// The SASS of `cubin`, or `None` without a working nvdisasm.
+fn disassemble(cubin: &[u8]) -> Option<String> {
+    let tool = nvdisasm()?;
+    let dir = tempfile::tempdir().ok()?;
+    let path = dir.path().join("kernel.cubin");
+    std::fs::write(&path, cubin).ok()?;
+    let out = std::process::Command::new(tool)
+        .arg("-c")
+        .arg(&path)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]
