@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::backend::GpuSession;
 use crate::cpu;
 use crate::error::Result;
+use crate::gpu::DeviceMatrix;
 use crate::inputs::Operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
@@ -84,13 +85,16 @@ pub(crate) fn measurement(
     }
 }
 
-/// Times the kernels of `plan` on resident matrices (uploaded once), `repeat` times after one
-/// warm-up run whose result is downloaded and verified.
-pub fn gpu_kernel(
+/// Times `launch` (enqueueing C = α·A·B + β·C on its A, B and C and returning the roundings
+/// of C it makes) on `work`'s matrices made resident: one warm-up launch, whose result is
+/// downloaded and verified, then `repeat` launches timed on the device. The one way every GPU
+/// implementation, rung or peer, is measured.
+pub(crate) fn resident(
     gpu: &GpuSession,
     work: &Workload,
-    plan: &Plan,
+    implementation: String,
     repeat: usize,
+    launch: impl Fn(&DeviceMatrix, &DeviceMatrix, &DeviceMatrix) -> Result<usize> + Sync,
 ) -> Result<Measurement> {
     let Workload {
         problem,
@@ -100,16 +104,14 @@ pub fn gpu_kernel(
     let a = gpu.upload(&operands.a)?;
     let b = gpu.upload(&operands.b)?;
     let c = gpu.output(problem, operands.c0.as_ref())?;
-    let launches = gpu.enqueue(problem, plan, &a, &b, &c)?;
+    let passes = launch(&a, &b, &c)?;
     let result = gpu.download(&c)?;
-    let verified = reference
-        .check_passes(&result, launches.k_slabs as usize)?
-        .pass;
+    let verified = reference.check_passes(&result, passes)?.pass;
     drop(result);
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
         // C keeps changing when β ≠ 0; the time does not depend on its values.
-        let time = gpu.profile(|| gpu.enqueue(problem, plan, &a, &b, &c).map(|_| ()))?;
+        let time = gpu.profile(|| launch(&a, &b, &c).map(|_| ()))?;
         samples.push(time.as_secs_f64() * 1e3);
     }
     let timing = if gpu.has_device_timestamps() {
@@ -118,12 +120,26 @@ pub fn gpu_kernel(
         "host clock"
     };
     Ok(measurement(
-        plan.to_string(),
+        implementation,
         problem,
         timing,
         samples,
         verified,
     ))
+}
+
+/// Times the kernels of `plan` on resident matrices (uploaded once), `repeat` times after one
+/// warm-up run whose result is downloaded and verified.
+pub fn gpu_kernel(
+    gpu: &GpuSession,
+    work: &Workload,
+    plan: &Plan,
+    repeat: usize,
+) -> Result<Measurement> {
+    resident(gpu, work, plan.to_string(), repeat, |a, b, c| {
+        gpu.enqueue(&work.problem, plan, a, b, c)
+            .map(|launches| launches.k_slabs as usize)
+    })
 }
 
 /// Times the CPU path `repeat` times after one warm-up run.

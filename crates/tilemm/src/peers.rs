@@ -7,8 +7,6 @@
 use std::fmt;
 
 use crate::backend::GpuSession;
-#[cfg(feature = "peers")]
-use crate::bench::measurement;
 use crate::bench::{Measurement, Workload};
 use crate::error::Result;
 
@@ -70,34 +68,11 @@ pub fn cubek(
     strategy: CubekStrategy,
     repeat: usize,
 ) -> Result<Measurement> {
-    let Workload {
-        problem,
-        operands,
-        reference,
-    } = work;
-    let a = gpu.upload(&operands.a)?;
-    let b = gpu.upload(&operands.b)?;
-    let c = gpu.output(problem, None)?;
     let cubek = strategy.strategy();
-    gpu.cubek(&cubek, problem, [&a, &b, &c])?;
-    let verified = reference.check(&gpu.download(&c)?)?.pass;
-    let mut samples = Vec::with_capacity(repeat);
-    for _ in 0..repeat.max(1) {
-        let time = gpu.profile(|| gpu.cubek(&cubek, problem, [&a, &b, &c]))?;
-        samples.push(time.as_secs_f64() * 1e3);
-    }
-    let timing = if gpu.has_device_timestamps() {
-        "device timestamps"
-    } else {
-        "host clock"
-    };
-    Ok(measurement(
-        format!("cubek-matmul 0.2 {strategy}"),
-        problem,
-        timing,
-        samples,
-        verified,
-    ))
+    let name = format!("cubek-matmul 0.2 {strategy}");
+    crate::bench::resident(gpu, work, name, repeat, |a, b, c| {
+        gpu.cubek(&cubek, &work.problem, [a, b, c]).map(|()| 1)
+    })
 }
 
 /// Without `--features peers`: says how to build them.
