@@ -88,9 +88,14 @@ struct TuneArgs {
 
 impl TuneArgs {
     fn options(&self) -> TuneOptions {
+        // On a terminal, a line on stderr says why the first run of a shape class waits.
+        let on_tuning: fn(&str) = |line| {
+            let _ = writeln!(io::stderr(), "tilemm: {line}");
+        };
         TuneOptions {
             budget: std::time::Duration::from_secs_f64(self.tune_budget),
             retune: self.retune,
+            on_tuning: io::IsTerminal::is_terminal(&io::stderr()).then_some(on_tuning),
             ..TuneOptions::default()
         }
     }
@@ -550,7 +555,11 @@ fn default_sizes(kind: Option<tilemm::DeviceKind>) -> Vec<Size> {
 
 fn bench_command(args: BenchArgs) -> CommandResult {
     let (auto, plans) = bench_choices(&args.kernels, &args.tpb)?;
-    let tune_options = args.tune.options();
+    // The progress bar says when auto is tuning.
+    let tune_options = TuneOptions {
+        on_tuning: None,
+        ..args.tune.options()
+    };
     if args.peers && !tilemm::peers::BUILT {
         return Err(tilemm::Error::View(
             "--peers needs cubek-matmul, which this build leaves out: build with `cargo build \

@@ -70,6 +70,9 @@ pub struct TuneOptions {
     pub cache: Option<PathBuf>,
     /// Tune even when the cache holds a choice (and replace it).
     pub retune: bool,
+    /// Called with one line when timing starts (not on a cache hit), so that a command line
+    /// can say why the first run waits.
+    pub on_tuning: Option<fn(&str)>,
 }
 
 impl Default for TuneOptions {
@@ -78,6 +81,7 @@ impl Default for TuneOptions {
             budget: Duration::from_secs(20),
             cache: default_cache_file(),
             retune: false,
+            on_tuning: None,
         }
     }
 }
@@ -553,6 +557,17 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     let pruned = ranked.len() - kept;
     ranked.truncate(kept);
 
+    if let Some(say) = options.on_tuning {
+        say(&format!(
+            "tuning auto: timing up to {} candidates on {}×{}×{} for about {:.0} s; the choice \
+             is kept for later runs",
+            ranked.len(),
+            proxy.m,
+            proxy.k,
+            proxy.n,
+            options.budget.as_secs_f64()
+        ));
+    }
     let operands = inputs::random_operands(&proxy, 0x7475_6e65)?;
     let a = gpu.upload(&operands.a)?;
     let b = gpu.upload(&operands.b)?;

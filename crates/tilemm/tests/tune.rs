@@ -14,6 +14,7 @@ fn options(dir: &std::path::Path, budget_s: f64) -> TuneOptions {
         budget: Duration::from_secs_f64(budget_s),
         cache: Some(dir.join("tuning.json")),
         retune: false,
+        on_tuning: None,
     }
 }
 
