@@ -568,7 +568,8 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         )
         .into());
     }
-    if args.plot.is_some() {
+    if let Some(stem) = &args.plot {
+        plot::check_destination(stem).map_err(tilemm::Error::View)?;
         plot::prepare_font().map_err(tilemm::Error::View)?;
     }
     let mut notes = Vec::new();

@@ -33,6 +33,23 @@ pub fn prepare_font() -> Result<(), String> {
     ))
 }
 
+/// Refuses a `--plot` destination whose directory does not exist, before anything is measured.
+pub fn check_destination(stem: &Path) -> Result<(), String> {
+    let dir = match stem.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--plot {}: directory {} does not exist",
+            stem.display(),
+            dir.display()
+        ))
+    }
+}
+
 /// The two files `--plot STEM` writes: STEM.svg and STEM.png (`v1.2` gives `v1.2.svg`).
 pub fn paths(stem: &Path) -> [PathBuf; 2] {
     [".svg", ".png"].map(|ext| {

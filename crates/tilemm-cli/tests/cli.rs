@@ -614,6 +614,10 @@ fn bench_tunes_auto_writes_csv_and_a_plot() {
         assert!(bytes.starts_with(magic), "{path}");
     }
     assert_refused(&["bench", "--csv", "--json"], &["--csv"]);
+    assert_refused(
+        &["bench", "--plot", "/nonexistent/dir/sweep"],
+        &["/nonexistent/dir", "does not exist"],
+    );
 }
 
 #[cfg(feature = "peers")]
