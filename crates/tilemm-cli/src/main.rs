@@ -592,6 +592,21 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         }
         Vec::new()
     };
+    // Rungs measured by default that the device cannot run at all (matrix units it lacks, a
+    // precision they do not compute) are left out with a note; named ones are refused below.
+    let mut plans = plans;
+    if let (Some(info), true) = (info, args.kernels.is_empty()) {
+        plans.retain(|plan| {
+            let unavailable = problems.iter().find_map(|p| match plan.check(p, info) {
+                Err(tilemm::Error::KernelUnavailable { why, .. }) => Some(why),
+                _ => None,
+            });
+            if let Some(why) = &unavailable {
+                notes.push(format!("{plan} is not measured: {why}"));
+            }
+            unavailable.is_none()
+        });
+    }
     // Refuse every impossible size before measuring anything.
     let mut references = Vec::new();
     for problem in &problems {
@@ -857,14 +872,35 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     {
         for (plan, dtype, arch) in every {
             let precision = Precision::of(dtype);
+            if let Some(why) = compile_check::not_applicable(plan, precision, arch) {
+                if !args.json {
+                    say!(
+                        "{:<40} {:<8} {:<9} skipped: {why}",
+                        plan.to_string(),
+                        arch.name,
+                        compile_check::short_name(precision)
+                    );
+                }
+                results.push(serde_json::json!({
+                    "plan": plan, "precision": precision, "arch": arch.name,
+                    "skipped": why,
+                }));
+                continue;
+            }
             match compile_check::check(plan, precision, arch, &tools) {
                 Ok(usage) => {
                     let spill = usage.forbidden_spill();
-                    failures += usize::from(spill);
+                    let no_mma = usage.missing_matrix_ops();
+                    failures += usize::from(spill || no_mma);
                     if !args.json {
-                        say!("{usage}{}", if spill { "  FAIL: spills" } else { "" });
+                        let verdict = match (spill, no_mma) {
+                            (true, _) => "  FAIL: spills",
+                            (_, true) => "  FAIL: no matrix instruction",
+                            _ => "",
+                        };
+                        say!("{usage}{verdict}");
                     }
-                    results.push(serde_json::json!({ "usage": usage, "pass": !spill }));
+                    results.push(serde_json::json!({ "usage": usage, "pass": !spill && !no_mma }));
                 }
                 Err(err) => {
                     failures += 1;

@@ -87,6 +87,34 @@ impl TypeSupport {
     }
 }
 
+/// A matrix-multiply unit a device registers (a tensor-core or cooperative-matrix
+/// configuration): C (M×N, `cd`) += A (M×K, `a`) · B (K×N, `b`) per plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct MatrixUnit {
+    /// A's element type.
+    pub a: DType,
+    /// B's element type.
+    pub b: DType,
+    /// C's (and the accumulator's) element type.
+    pub cd: DType,
+    /// Rows of A and C.
+    pub m: u32,
+    /// Columns of B and C.
+    pub n: u32,
+    /// Columns of A, rows of B.
+    pub k: u32,
+}
+
+impl std::fmt::Display for MatrixUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}×{}×{} {}×{}→{}",
+            self.m, self.n, self.k, self.a, self.b, self.cd
+        )
+    }
+}
+
 /// One device a GEMM can run on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeviceInfo {
@@ -106,6 +134,10 @@ pub struct DeviceInfo {
     pub limits: DeviceLimits,
     /// Element types beyond f32 (known once the device is open; all false in listings).
     pub types: TypeSupport,
+    /// Units per plane (warp, wavefront, subgroup); 0 where unknown (in listings).
+    pub plane_size: u32,
+    /// The matrix units it registers (known once the device is open; none in listings).
+    pub matrix_units: Vec<MatrixUnit>,
 }
 
 /// A device with the given index and kind and no limits, for tests of selection and planning.
@@ -128,6 +160,8 @@ pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
             memory_bytes: None,
         },
         types: TypeSupport::default(),
+        plane_size: 0,
+        matrix_units: Vec::new(),
     }
 }
 

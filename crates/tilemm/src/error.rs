@@ -156,6 +156,20 @@ pub enum Error {
         bytes: u64,
     },
 
+    /// A kernel the device cannot run: it lacks the matrix units, plane width or input types
+    /// the kernel is built on.
+    #[error(
+        "the {kernel} kernel cannot run on {device}: {why} (choose another --kernel, or auto)"
+    )]
+    KernelUnavailable {
+        /// The kernel and its configuration.
+        kernel: String,
+        /// The device.
+        device: String,
+        /// What is missing.
+        why: Unavailable,
+    },
+
     /// A kernel could not be generated for a target.
     #[error("cannot generate {target} source: {reason}")]
     Emit {
@@ -204,3 +218,52 @@ fn available_words(available: &Option<String>) -> String {
 
 /// Result with tilemm's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a device cannot run a kernel (see [`Error::KernelUnavailable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unavailable {
+    /// The kernel does not compute this precision on any device.
+    Precision(crate::problem::Precision),
+    /// The kernel is laid out for planes of another width than the device's.
+    PlaneWidth {
+        /// The width the configuration is built for.
+        built: u32,
+        /// The device's (0: unknown).
+        device: u32,
+    },
+    /// The device registers no matrix unit of the fragment shape and types the kernel uses.
+    MatrixUnit {
+        /// The shape and types wanted.
+        wanted: crate::device::MatrixUnit,
+        /// What the device registers.
+        registered: Vec<crate::device::MatrixUnit>,
+    },
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::Precision(p) => {
+                write!(
+                    f,
+                    "it multiplies only f16 or bf16 inputs with f32 accumulation, not {p}"
+                )
+            }
+            Unavailable::PlaneWidth { built, device } => write!(
+                f,
+                "it is laid out for planes of {built} units, the device's are {device} wide"
+            ),
+            Unavailable::MatrixUnit { wanted, registered } if registered.is_empty() => write!(
+                f,
+                "the device registers no matrix units (cooperative matrices, tensor cores) for \
+                 {wanted}: lavapipe has them from Mesa 26, other Vulkan drivers with \
+                 VK_KHR_cooperative_matrix"
+            ),
+            Unavailable::MatrixUnit { wanted, registered } => {
+                let list: Vec<String> = registered.iter().map(|u| u.to_string()).collect();
+                write!(f, "its matrix units are {}, not {wanted}", list.join(", "))
+            }
+        }
+    }
+}

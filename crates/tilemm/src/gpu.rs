@@ -10,7 +10,7 @@ use cubecl::profile::TimingMethod;
 use cubecl::server::Handle;
 use serde::Serialize;
 
-use crate::device::{DeviceInfo, DeviceLimits, TypeSupport};
+use crate::device::{DeviceInfo, DeviceLimits, MatrixUnit, TypeSupport};
 use crate::element::HostData;
 use crate::error::{one_line, Error, Result};
 use crate::host;
@@ -124,9 +124,37 @@ pub(crate) fn type_support<R: Runtime>(client: &ComputeClient<R>, vendor_f64: bo
     }
 }
 
+/// The cmma configurations a runtime registers, in tilemm's types (those of other types, such
+/// as integer or tf32 units, are left out: no rung uses them).
+fn matrix_units(
+    cmma: &std::collections::BTreeSet<cubecl::ir::features::MmaConfig>,
+) -> Vec<MatrixUnit> {
+    let dtype = |t: StorageType| match t {
+        StorageType::Scalar(ElemType::Float(FloatKind::F16)) => Some(DType::F16),
+        StorageType::Scalar(ElemType::Float(FloatKind::BF16)) => Some(DType::BF16),
+        StorageType::Scalar(ElemType::Float(FloatKind::F32)) => Some(DType::F32),
+        _ => None,
+    };
+    cmma.iter()
+        .filter_map(|c| {
+            Some(MatrixUnit {
+                a: dtype(c.a_type)?,
+                b: dtype(c.b_type)?,
+                cd: dtype(c.cd_type)?,
+                m: c.m,
+                n: c.n,
+                k: c.k,
+            })
+        })
+        .collect()
+}
+
 impl<R: Runtime> Session<R> {
     pub(crate) fn new(client: ComputeClient<R>, mut info: DeviceInfo, vendor_f64: bool) -> Self {
         info.types = type_support(&client, vendor_f64);
+        let props = client.properties();
+        info.plane_size = props.hardware.plane_size_max;
+        info.matrix_units = matrix_units(&props.features.matmul.cmma);
         Session { client, info }
     }
 

@@ -170,6 +170,13 @@ impl Plan {
         };
         let kernel = || format!("the {} kernel", self.config);
         device.types.check(problem.precision, &device.name)?;
+        self.config
+            .supports(problem, device)
+            .map_err(|why| Error::KernelUnavailable {
+                kernel: self.config.to_string(),
+                device: device.name.clone(),
+                why,
+            })?;
         let units = shape.block.iter().product::<u32>();
         if units > limits.max_units_per_cube {
             return Err(refuse(

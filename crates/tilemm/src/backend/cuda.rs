@@ -70,6 +70,8 @@ fn describe(index: usize) -> Result<DeviceInfo> {
             memory_bytes: Some(total),
         },
         types: Default::default(),
+        plane_size: 0,
+        matrix_units: Vec::new(),
     })
 }
 

@@ -85,6 +85,8 @@ pub fn open(index: Option<usize>) -> Result<Session<HipRuntime>> {
             memory_bytes: total_memory(index),
         },
         types: Default::default(),
+        plane_size: 0,
+        matrix_units: Vec::new(),
     };
     Ok(Session::new(client, info, true))
 }

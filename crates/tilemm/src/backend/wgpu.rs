@@ -70,6 +70,8 @@ fn describe_with_limits(
             memory_bytes: None,
         },
         types: Default::default(),
+        plane_size: 0,
+        matrix_units: Vec::new(),
     }
 }
 

@@ -213,6 +213,7 @@ pub(super) fn check(
         occupancy: (occupancy, arch.max_warps),
         occupancy_limit: limit,
         main_loop: super::loops::amdgpu_main_loop(&assembly),
+        matrix_ops: (!assembly.is_empty()).then(|| super::loops::amdgpu_matrix_ops(&assembly)),
     })
 }
 

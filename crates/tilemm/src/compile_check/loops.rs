@@ -108,6 +108,36 @@ pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
     main_loop(&lines)
 }
 
+/// Matrix-unit instructions anywhere in a SASS listing: HMMA (tensor cores, sm_70 on), HGMMA
+/// (Hopper's warpgroup MMA), IMMA, not HFMA2.MMA (a move idiom).
+pub fn sass_matrix_ops(listing: &str) -> u32 {
+    listing
+        .lines()
+        .filter_map(|l| l.split_once("*/").map(|(_, code)| code))
+        .filter(|code| {
+            code.split_whitespace()
+                .find(|w| !w.starts_with('@'))
+                .is_some_and(|op| {
+                    let base = op.split('.').next().unwrap_or("");
+                    matches!(base, "HMMA" | "HGMMA" | "IMMA" | "BMMA")
+                })
+        })
+        .count() as u32
+}
+
+/// Matrix-unit instructions anywhere in an AMDGPU listing: MFMA (CDNA) and WMMA (RDNA 3).
+pub fn amdgpu_matrix_ops(listing: &str) -> u32 {
+    listing
+        .lines()
+        .map(|l| l.split(';').next().unwrap_or("").trim())
+        .filter(|t| {
+            ["v_mfma", "v_wmma", "v_smfmac"]
+                .iter()
+                .any(|p| t.starts_with(p))
+        })
+        .count() as u32
+}
+
 /// The main loop of an AMDGPU assembly listing from `clang -S`.
 pub fn amdgpu_main_loop(listing: &str) -> Option<LoopMix> {
     let mut lines = Vec::new();
@@ -153,6 +183,18 @@ pub fn amdgpu_main_loop(listing: &str) -> Option<LoopMix> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matrix_instructions_are_counted_and_the_move_idiom_is_not() {
+        let sass = "        /*0100*/                   HMMA.16816.F32 R4, R8, R12, R4 ;\n\
+                    /*0110*/              @P0 HMMA.1688.F32 R4, R8, R12, R4 ;\n\
+                    /*0120*/                   HFMA2.MMA R3, -RZ, RZ, 0, 0 ;";
+        assert_eq!(sass_matrix_ops(sass), 2);
+        let amd = "\tv_wmma_f32_16x16x16_f16 v[0:7], v[8:15], v[16:23], v[0:7]\n\
+                   \tv_mfma_f32_32x32x8f16 a[0:15], v[0:1], v[2:3], a[0:15]\n\
+                   \tv_fma_f32 v0, v1, v2, v3 ; v_wmma in a comment";
+        assert_eq!(amdgpu_matrix_ops(amd), 2);
+    }
 
     #[test]
     fn the_sass_main_loop_is_the_backward_branch_with_the_most_ffma() {

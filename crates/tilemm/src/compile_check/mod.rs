@@ -60,6 +60,9 @@ pub struct ResourceUsage {
     /// The main loop's instruction mix, from the machine code (`None` where the disassembler
     /// is missing, or the code has no loop with an FMA).
     pub main_loop: Option<loops::LoopMix>,
+    /// Matrix-unit instructions in the whole kernel (HMMA; MFMA, WMMA), where the machine code
+    /// could be read.
+    pub matrix_ops: Option<u32>,
 }
 
 impl ResourceUsage {
@@ -67,6 +70,39 @@ impl ResourceUsage {
     pub fn forbidden_spill(&self) -> bool {
         self.spills > 0 && !self.plan.may_spill()
     }
+
+    /// Whether a kernel built on matrix units compiled to code without a matrix instruction
+    /// (a silent fallback to ordinary arithmetic).
+    pub fn missing_matrix_ops(&self) -> bool {
+        self.plan.kernel().matrix_units() && self.matrix_ops == Some(0)
+    }
+}
+
+/// Why `plan` in `precision` is not compiled for `arch`, if it is not: a precision the rung
+/// does not compute, or matrix units laid out for another plane width than the target's.
+pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<String> {
+    if !plan.config.computes(precision) {
+        return Some(format!(
+            "the {} rung does not compute {precision}",
+            plan.kernel()
+        ));
+    }
+    if let crate::Config::Tensorcore(c) = plan.config {
+        if c.plane != arch.warp_size {
+            return Some(format!(
+                "laid out for planes of {}, {}'s are {} wide",
+                c.plane, arch.name, arch.warp_size
+            ));
+        }
+        if arch.vendor == Vendor::Amd && arch.warp_size == 64 {
+            return Some(
+                "CubeCL 0.10 emits AMD matrix cores only as RDNA 3 WMMA intrinsics or through \
+                 rocWMMA (not installed): no MFMA code for CDNA"
+                    .to_string(),
+            );
+        }
+    }
+    None
 }
 
 impl fmt::Display for ResourceUsage {
@@ -78,7 +114,7 @@ impl fmt::Display for ResourceUsage {
         let (active, max) = self.occupancy;
         write!(
             f,
-            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>6}/{:<3} {:>4.0}%  {}",
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>6}/{:<3} {:>4.0}%  {}",
             self.plan.to_string(),
             self.arch,
             short_name(self.precision),
@@ -90,6 +126,8 @@ impl fmt::Display for ResourceUsage {
                 || "—".to_string(),
                 |l| format!("{:.0}%/{}", l.percent(), l.instructions)
             ),
+            self.matrix_ops
+                .map_or_else(|| "—".to_string(), |n| n.to_string()),
             active,
             max,
             100.0 * f64::from(active) / f64::from(max.max(1)),
@@ -100,7 +138,7 @@ impl fmt::Display for ResourceUsage {
 
 /// The column headings matching [`ResourceUsage`]'s `Display`.
 pub const TABLE_HEADER: &str =
-    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  occupancy     limit";
+    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  occupancy     limit";
 
 /// A precision in one word: its type, or input→output where they differ.
 pub fn short_name(precision: Precision) -> String {

@@ -122,6 +122,7 @@ pub(super) fn check(
         registers as u32,
         static_shared + dynamic_shared,
     );
+    let sass = cubin.and_then(|c| disassemble(&c));
     Ok(ResourceUsage {
         plan: *plan,
         precision,
@@ -134,9 +135,8 @@ pub(super) fn check(
         threads_per_block: shape_threads,
         occupancy: (warps, arch.max_warps),
         occupancy_limit: limit,
-        main_loop: cubin
-            .and_then(|c| disassemble(&c))
-            .and_then(|s| sass_main_loop(&s)),
+        main_loop: sass.as_deref().and_then(sass_main_loop),
+        matrix_ops: sass.as_deref().map(super::loops::sass_matrix_ops),
     })
 }
 

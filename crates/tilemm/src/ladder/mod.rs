@@ -17,7 +17,9 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 use serde::Serialize;
 
-use crate::problem::Problem;
+use crate::device::DeviceInfo;
+use crate::error::Unavailable;
+use crate::problem::{Precision, Problem};
 use args::Args;
 
 /// A rung of the ladder: a kernel and the configurations it runs in.
@@ -45,6 +47,25 @@ pub trait Rung {
     fn may_spill(_config: &Self::Config) -> bool {
         false
     }
+    /// Whether the configuration computes `precision` on any device: a rung built on matrix
+    /// units takes only the input types those multiply.
+    fn computes(_config: &Self::Config, _precision: Precision) -> bool {
+        true
+    }
+    /// Whether `device` can run the configuration on `problem` beyond its limits (which
+    /// [`crate::plan::Plan::check`] checks for every rung): the matrix units, plane width or
+    /// types it is built on. Checked before every launch, so that what would panic inside
+    /// CubeCL is refused instead.
+    fn supports(
+        _config: &Self::Config,
+        _problem: &Problem,
+        _device: &DeviceInfo,
+    ) -> std::result::Result<(), Unavailable> {
+        Ok(())
+    }
+    /// Whether the kernel is built on matrix units (CubeCL `cmma`): WGSL cannot express it
+    /// (wgpu runs it through SPIR-V), and its machine code must show matrix instructions.
+    const MATRIX_UNITS: bool = false;
     /// Block, grid and resources of a launch over `problem` (canonical).
     fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
     /// Enqueues one launch. `I` is the input buffers' element type (u32 for packed bf16), `A`
@@ -353,6 +374,11 @@ macro_rules! registry {
                 }
             }
 
+            /// Whether the rung is built on matrix units (see [`Rung::MATRIX_UNITS`]).
+            pub fn matrix_units(self) -> bool {
+                match self { $(Kernel::$variant => <$module::$rung as Rung>::MATRIX_UNITS,)* }
+            }
+
             /// Every configuration the rung can be built in.
             pub fn configs(self) -> Vec<Config> {
                 match self {
@@ -394,6 +420,20 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c),)* }
             }
 
+            /// Whether it computes `precision` on any device (see [`Rung::computes`]).
+            pub fn computes(&self, precision: Precision) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::computes(c, precision),)* }
+            }
+
+            /// Whether `device` can run it on `problem` (see [`Rung::supports`]).
+            pub fn supports(
+                &self,
+                problem: &Problem,
+                device: &DeviceInfo,
+            ) -> std::result::Result<(), Unavailable> {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::supports(c, problem, device),)* }
+            }
+
             /// The launch over `problem` (canonical).
             pub fn shape(&self, problem: &Problem) -> LaunchShape {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::shape(c, problem),)* }
@@ -432,6 +472,7 @@ registry! {
     blocktile1d::Blocktile1d => Blocktile1d,
     blocktile2d::Blocktile2d => Blocktile2d,
     register::Register => Register,
+    tensorcore::Tensorcore => Tensorcore,
 }
 
 impl fmt::Display for Kernel {

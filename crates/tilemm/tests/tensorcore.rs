@@ -1,0 +1,202 @@
+//! The matrix-unit rung on the test device. Where the device registers matrix units of f16
+//! inputs (lavapipe from Mesa 26, which CI runs this file on as well), every configuration it
+//! can run must give exact products on integers and stay within the bound over edge shapes and
+//! the contract; where it registers none (Debian 12's lavapipe 22.3.6), every configuration
+//! must be refused with the typed error before launch, and `auto` must not pick the rung.
+//!
+//! With `TILEMM_EXPECT_MATRIX_UNITS` set (CI's Mesa 26 step), a device without matrix units
+//! fails the test instead of taking the refusal branch.
+
+mod common;
+
+use std::time::Duration;
+
+use common::gpu;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tilemm::tune::{self, TuneOptions};
+use tilemm::verify::Reference;
+use tilemm::Unavailable;
+use tilemm::{inputs, DType, Error, HostData, Kernel, MatrixDesc, Plan, Precision, Problem, Shape};
+
+fn tensorcore_plans() -> Vec<Plan> {
+    Kernel::Tensorcore
+        .configs()
+        .into_iter()
+        .map(Plan::new)
+        .collect()
+}
+
+fn f16_in(output: DType) -> Precision {
+    Precision::new(DType::F16, output).unwrap()
+}
+
+/// Edge shapes, transposes, a broadcast batch, α/β and padded views with a column-major C, in
+/// f16 with f16 and f32 outputs.
+fn problems() -> Vec<(String, Problem)> {
+    let mut out = Vec::new();
+    for output in [DType::F32, DType::F16] {
+        let precision = f16_in(output);
+        for (m, k, n) in [
+            (1, 1, 1),
+            (33, 1, 17),
+            (97, 131, 53),
+            (64, 64, 64),
+            (8, 300, 5),
+        ] {
+            let shape = Shape {
+                precision,
+                ..Shape::new(m, k, n)
+            };
+            out.push((format!("{m}×{k}×{n} {precision}"), shape.problem().unwrap()));
+        }
+        let base = Shape {
+            precision,
+            ..Shape::new(37, 29, 23)
+        };
+        for (name, shape) in [
+            (
+                "trans-a trans-b",
+                Shape {
+                    trans_a: true,
+                    trans_b: true,
+                    ..base
+                },
+            ),
+            (
+                "batch 3, B broadcast",
+                Shape {
+                    batch: 3,
+                    broadcast_b: true,
+                    ..base
+                },
+            ),
+            (
+                "alpha -2 beta 3",
+                Shape {
+                    alpha: -2.0,
+                    beta: 3.0,
+                    ..base
+                },
+            ),
+        ] {
+            out.push((format!("{name} {precision}"), shape.problem().unwrap()));
+        }
+        let (m, k, n) = (37, 29, 23);
+        let mut a = MatrixDesc::row_major(m, k);
+        a.row_stride = k + 3;
+        a.offset = 5;
+        let mut b = MatrixDesc::col_major(k, n);
+        b.col_stride = k + 1;
+        let mut c = MatrixDesc::col_major(m, n);
+        c.col_stride = m + 2;
+        c.offset = 1;
+        let p = Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap();
+        out.push((format!("padded views, column-major C {precision}"), p));
+    }
+    out
+}
+
+#[test]
+fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_else_refused() {
+    let info = gpu().info();
+    let probe = Shape {
+        precision: f16_in(DType::F32),
+        ..Shape::new(8, 8, 8)
+    }
+    .problem()
+    .unwrap();
+    let (runnable, refused): (Vec<Plan>, Vec<Plan>) = tensorcore_plans()
+        .into_iter()
+        .partition(|plan| plan.check(&probe, info).is_ok());
+    for plan in &refused {
+        let err = plan.check(&probe, info).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::KernelUnavailable {
+                    why: Unavailable::MatrixUnit { .. } | Unavailable::PlaneWidth { .. },
+                    ..
+                }
+            ),
+            "{plan}: {err}"
+        );
+    }
+    // No rung of matrix units computes f32 inputs: refused as such on every device.
+    let f32_probe = Problem::new(8, 8, 8).unwrap();
+    for plan in tensorcore_plans() {
+        let err = plan.check(&f32_probe, info).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::KernelUnavailable {
+                    why: Unavailable::Precision(_),
+                    ..
+                }
+            ),
+            "{plan}: {err}"
+        );
+    }
+
+    if runnable.is_empty() {
+        assert!(
+            std::env::var_os("TILEMM_EXPECT_MATRIX_UNITS").is_none(),
+            "{} registers no matrix units of f16 inputs ({:?}); this run expects them: use \
+             lavapipe from Mesa 26 (scripts/setup's ensure_mesa26)",
+            info.name,
+            info.matrix_units
+        );
+        // auto routes around the rung: its candidates are what the device can run.
+        let dir = tempfile::tempdir().unwrap();
+        let options = TuneOptions {
+            budget: Duration::from_secs(1),
+            cache: Some(dir.path().join("tuning.json")),
+            retune: false,
+            on_tuning: None,
+        };
+        let report = tune::choose(gpu(), &probe, &options).unwrap();
+        assert!(report.verified, "{report}");
+        assert_ne!(report.chosen.kernel(), Kernel::Tensorcore, "{report}");
+        assert!(
+            report
+                .timed
+                .iter()
+                .all(|t| t.plan.kernel() != Kernel::Tensorcore),
+            "{report}"
+        );
+        return;
+    }
+
+    let mut rng = StdRng::seed_from_u64(5);
+    for plan in &runnable {
+        for (name, p) in problems() {
+            // Small integers: exact in f16, products and sums exact in f32, the results exact
+            // in f16 too (|c| ≤ 2·2·300 + 3·2 < 2048).
+            let mut int = |len: usize, dtype: DType| {
+                HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
+            };
+            let a = int(p.a_len(), p.precision.input);
+            let b = int(p.b_len(), p.precision.input);
+            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+            let run = gpu()
+                .gemm(&p, plan, &a, &b, c0.as_ref())
+                .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));
+            let check = Reference::new(&p, &a, &b, c0.as_ref())
+                .unwrap()
+                .check_passes(&run.c, run.schedule.passes)
+                .unwrap();
+            assert!(check.pass && check.all_exact(), "{plan}, {name}: {check:?}");
+
+            // Random data against the K-aware bound.
+            let ops = inputs::random_operands(&p, 9).unwrap();
+            let run = gpu()
+                .gemm(&p, plan, &ops.a, &ops.b, ops.c0.as_ref())
+                .unwrap();
+            let check = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
+                .unwrap()
+                .check_passes(&run.c, run.schedule.passes)
+                .unwrap();
+            assert!(check.pass, "{plan}, {name}, random: {check:?}");
+        }
+    }
+}
