@@ -891,16 +891,22 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                 Ok(usage) => {
                     let spill = usage.forbidden_spill();
                     let no_mma = usage.missing_matrix_ops();
-                    failures += usize::from(spill || no_mma);
+                    let low_fma = usage.below_fma_floor();
+                    failures += usize::from(spill || no_mma || low_fma);
                     if !args.json {
-                        let verdict = match (spill, no_mma) {
-                            (true, _) => "  FAIL: spills",
-                            (_, true) => "  FAIL: no matrix instruction",
-                            _ => "",
+                        let verdict = if spill {
+                            "  FAIL: spills"
+                        } else if no_mma {
+                            "  FAIL: no matrix instruction"
+                        } else if low_fma {
+                            "  FAIL: main loop below its FMA floor"
+                        } else {
+                            ""
                         };
                         say!("{usage}{verdict}");
                     }
-                    results.push(serde_json::json!({ "usage": usage, "pass": !spill && !no_mma }));
+                    let pass = !spill && !no_mma && !low_fma;
+                    results.push(serde_json::json!({ "usage": usage, "pass": pass }));
                 }
                 Err(err) => {
                     failures += 1;

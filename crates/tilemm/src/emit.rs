@@ -207,8 +207,6 @@ pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<S
         });
     }
     type Cuda = CppCompiler<cubecl_cpp::cuda::CudaDialect<cubecl_cpp::cuda::mma::CudaWmmaCompiler>>;
-    type Hip =
-        CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
     // As CubeCL's runtimes set them: fast math everywhere, grid constants from sm_70 on,
     // 64-wide wavefronts on CDNA.
     let features = CppSupportedFeatures {
@@ -228,15 +226,7 @@ pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<S
                 },
             },
         ),
-        Target::Hip => compile::<Hip>(
-            plan,
-            precision,
-            target,
-            &CompilationOptions {
-                warp_size: 64,
-                supports_features: features,
-            },
-        ),
+        Target::Hip => hip_source(plan, precision, 64),
         #[cfg(feature = "wgpu")]
         Target::Wgsl => compile::<cubecl::wgpu::WgslCompiler>(
             plan,
@@ -250,6 +240,31 @@ pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<S
             feature: "wgpu",
         }),
     }
+}
+
+/// The HIP source the JIT compiles for `plan` in `precision` for wavefronts of `warp_size`
+/// (64 on CDNA, what `emit` shows; 32 on RDNA, whose WMMA needs it).
+pub fn hip_source(plan: &Plan, precision: Precision, warp_size: u32) -> Result<String> {
+    type Hip =
+        CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
+    if !plan.config.computes(precision) {
+        return Err(Error::Emit {
+            target: Target::Hip.name(),
+            reason: format!("the {} rung does not compute {precision}", plan.kernel()),
+        });
+    }
+    compile::<Hip>(
+        plan,
+        precision,
+        Target::Hip,
+        &CompilationOptions {
+            warp_size,
+            supports_features: CppSupportedFeatures {
+                fast_math: true,
+                ..Default::default()
+            },
+        },
+    )
 }
 
 /// CUDA and HIP source needs no device and no wgpu: these run in every build.

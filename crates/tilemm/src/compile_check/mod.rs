@@ -68,7 +68,17 @@ pub struct ResourceUsage {
 impl ResourceUsage {
     /// Whether a spill breaks the plan's promise not to spill.
     pub fn forbidden_spill(&self) -> bool {
-        self.spills > 0 && !self.plan.may_spill()
+        self.spills > 0 && !self.plan.config.may_spill_in(self.precision)
+    }
+
+    /// Whether the main loop's FMA share falls short of the floor the plan is built for, on
+    /// NVIDIA (where it is read from SASS).
+    pub fn below_fma_floor(&self) -> bool {
+        let floor = self.plan.config.loop_fma_floor(self.precision);
+        match (floor, self.main_loop) {
+            (Some(floor), Some(mix)) if self.arch.starts_with("sm_") => mix.percent() < floor,
+            _ => false,
+        }
     }
 
     /// Whether a kernel built on matrix units compiled to code without a matrix instruction
@@ -93,6 +103,13 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
                 "laid out for planes of {}, {}'s are {} wide",
                 c.plane, arch.name, arch.warp_size
             ));
+        }
+        if arch.vendor == Vendor::Amd && precision.input == crate::problem::DType::BF16 {
+            return Some(
+                "clang 15's AMD targets have no __bf16, which CubeCL's WMMA intrinsics take \
+                 (LLVM 17 and later do)"
+                    .to_string(),
+            );
         }
         if arch.vendor == Vendor::Amd && arch.warp_size == 64 {
             return Some(
@@ -201,7 +218,7 @@ pub fn check(
             }
         }
         Vendor::Amd => {
-            let source = emit::source_for(plan, precision, Target::Hip)?;
+            let source = emit::hip_source(plan, precision, arch.warp_size)?;
             amd::check(plan, precision, arch, &source, tools)
         }
     }

@@ -80,11 +80,18 @@ pub(super) fn check(
     let include = preflight(tools)?;
     let source = CString::new(source).map_err(|e| tool_error("NVRTC", e))?;
     let program = result::create_program(&source, None).map_err(|e| tool_error("NVRTC", e))?;
-    let options = [
+    let mut options = vec![
         format!("--gpu-architecture={}", arch.name),
         "-Xptxas=-v".to_string(),
         format!("--include-path={}", include.display()),
     ];
+    // The PyPI wheels keep `crt/` (which `mma.h`, the WMMA API, includes) in nvcc's wheel.
+    if let Some(nvidia) = include.parent().and_then(|p| p.parent()) {
+        let crt = nvidia.join("cuda_nvcc/include");
+        if !include.join("crt/mma.h").is_file() && crt.join("crt/mma.h").is_file() {
+            options.push(format!("--include-path={}", crt.display()));
+        }
+    }
     // SAFETY: `program` was just created and is destroyed once, after its log is read.
     let (compiled, log, cubin) = unsafe {
         let compiled = result::compile_program(program, &options);

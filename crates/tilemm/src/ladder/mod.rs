@@ -47,6 +47,11 @@ pub trait Rung {
     fn may_spill(_config: &Self::Config) -> bool {
         false
     }
+    /// [`Rung::may_spill`] for one precision: a configuration that fits in f32 may still
+    /// spill where its accumulators are twice as wide.
+    fn may_spill_in(config: &Self::Config, _precision: Precision) -> bool {
+        Self::may_spill(config)
+    }
     /// Whether the configuration computes `precision` on any device: a rung built on matrix
     /// units takes only the input types those multiply.
     fn computes(_config: &Self::Config, _precision: Precision) -> bool {
@@ -62,6 +67,11 @@ pub trait Rung {
         _device: &DeviceInfo,
     ) -> std::result::Result<(), Unavailable> {
         Ok(())
+    }
+    /// The least share of FMAs (in percent) its main loop must reach in NVIDIA SASS for
+    /// `precision`, where the rung is built for it (the compile check fails below it).
+    fn loop_fma_floor(_config: &Self::Config, _precision: Precision) -> Option<f64> {
+        None
     }
     /// Whether the kernel is built on matrix units (CubeCL `cmma`): WGSL cannot express it
     /// (wgpu runs it through SPIR-V), and its machine code must show matrix instructions.
@@ -420,6 +430,16 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c),)* }
             }
 
+            /// Whether it may spill registers on a GPU in `precision` (see [`Rung::may_spill_in`]).
+            pub fn may_spill_in(&self, precision: Precision) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill_in(c, precision),)* }
+            }
+
+            /// The main loop's least FMA share on NVIDIA (see [`Rung::loop_fma_floor`]).
+            pub fn loop_fma_floor(&self, precision: Precision) -> Option<f64> {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::loop_fma_floor(c, precision),)* }
+            }
+
             /// Whether it computes `precision` on any device (see [`Rung::computes`]).
             pub fn computes(&self, precision: Precision) -> bool {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::computes(c, precision),)* }
@@ -471,6 +491,7 @@ registry! {
     tiled::Tiled => Tiled,
     blocktile1d::Blocktile1d => Blocktile1d,
     blocktile2d::Blocktile2d => Blocktile2d,
+    vectorized::Vectorized => Vectorized,
     register::Register => Register,
     tensorcore::Tensorcore => Tensorcore,
 }

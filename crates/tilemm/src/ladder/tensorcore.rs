@@ -187,7 +187,7 @@ impl TensorcoreConfig {
         let units = self.units();
         [self.bm() * self.k, self.k * self.bn(), self.bm() * self.bn()]
             .iter()
-            .all(|e| e % units == 0)
+            .all(|e| e.is_multiple_of(units))
     }
 }
 
