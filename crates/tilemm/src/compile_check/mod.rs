@@ -26,7 +26,7 @@ use serde::Serialize;
 pub use amd::hip_headers;
 pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 
-use crate::emit::{self, Target};
+use crate::emit;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::problem::Precision;
@@ -205,7 +205,7 @@ pub fn check(
         Vendor::Nvidia => {
             #[cfg(feature = "cuda")]
             {
-                let source = emit::source_for(plan, precision, Target::Cuda)?;
+                let source = emit::source_for(plan, precision, emit::Target::Cuda)?;
                 nvidia::check(plan, precision, arch, &source, tools)
             }
             #[cfg(not(feature = "cuda"))]
