@@ -862,7 +862,7 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
         say!("{}", compile_check::TABLE_HEADER);
     }
     let mut results = Vec::new();
-    let mut failures = 0;
+    let (mut failures, mut skipped) = (0, 0);
     let (dtypes, archs) = (&args.dtypes, &args.archs);
     let every = plans.iter().flat_map(|plan| {
         dtypes
@@ -885,6 +885,7 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                     "plan": plan, "precision": precision, "arch": arch.name,
                     "skipped": why,
                 }));
+                skipped += 1;
                 continue;
             }
             match compile_check::check(plan, precision, arch, &tools) {
@@ -950,7 +951,10 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                 ),
             }
         }
-        say!("{} compiled, {failures} failed", results.len() - failures);
+        say!(
+            "{} compiled, {skipped} skipped, {failures} failed",
+            results.len() - failures - skipped
+        );
     }
     Ok(if failures == 0 {
         ExitCode::SUCCESS

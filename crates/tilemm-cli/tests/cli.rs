@@ -790,7 +790,10 @@ fn compile_check_reports_amd_resources_through_clang() {
             "loop FMA in {row}"
         );
     }
-    assert!(text.trim_end().ends_with("4 compiled, 0 failed"), "{text}");
+    assert!(
+        text.trim_end().ends_with("4 compiled, 0 skipped, 0 failed"),
+        "{text}"
+    );
     // Says whether the sources were also checked against ROCm's own headers.
     assert!(text.contains("HIP headers"), "{text}");
     // Every precision compiles, by default.
@@ -804,7 +807,7 @@ fn compile_check_reports_amd_resources_through_clang() {
             "no {dtype} row in\n{text}"
         );
     }
-    assert!(text.contains("4 compiled, 0 failed"), "{text}");
+    assert!(text.contains("4 compiled, 0 skipped, 0 failed"), "{text}");
 }
 
 #[test]
@@ -995,7 +998,7 @@ fn compile_check_fails_on_a_compile_error_and_on_a_spill() {
         text.contains("FAIL") && text.contains("unknown type name 'uint3'"),
         "{text}"
     );
-    assert!(text.contains("0 compiled, 1 failed"), "{text}");
+    assert!(text.contains("0 compiled, 0 skipped, 1 failed"), "{text}");
 
     let remarks = [
         "SGPRs: 20",
@@ -1405,4 +1408,36 @@ fn a_report_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
     assert!(!first.is_empty());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn compile_check_skips_what_a_target_cannot_compile_and_says_why() {
+    // The tensor-core rung in f32 (it multiplies f16 and bf16 only) and laid out for warps of
+    // 32 on CDNA's wavefronts of 64: both skipped with the reason, counted apart, never handed
+    // to the compiler (this clang fails whatever it is given).
+    let dir = tempfile::tempdir().unwrap();
+    let clang = fake_clang(dir.path(), "the compiler was called", 1);
+    let out = tilemm(&[
+        "compile-check",
+        "--archs",
+        "gfx90a",
+        "--kernels",
+        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=32",
+        "--dtypes",
+        "f32,f16",
+        "--clang",
+        clang.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("skipped: the tensorcore rung does not compute f32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("skipped: laid out for planes of 32, gfx90a's are 64 wide"),
+        "{text}"
+    );
+    assert!(!text.contains("the compiler was called"), "{text}");
+    assert!(text.contains("0 compiled, 2 skipped, 0 failed"), "{text}");
 }

@@ -168,6 +168,33 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
     }
 
     let mut rng = StdRng::seed_from_u64(5);
+    // K past one launch's loop-trip bound: the second slab continues C's sum (β = 1 on the
+    // device). Entries in {-1, 0, 1} keep every partial sum an integer below 2²⁴ in f32.
+    let plan = &runnable[0];
+    let long = Shape {
+        precision: f16_in(DType::F32),
+        ..Shape::new(3, 262_221, 2)
+    }
+    .problem()
+    .unwrap();
+    assert!(plan.check(&long, info).unwrap().k_slabs > 1, "{plan}");
+    let mut ternary = |len: usize| {
+        HostData::from_f64(
+            DType::F16,
+            (0..len).map(|_| rng.random_range(-1i32..=1) as f64),
+        )
+    };
+    let (a, b) = (ternary(long.a_len()), ternary(long.b_len()));
+    let run = gpu().gemm(&long, plan, &a, &b, None).unwrap();
+    let check = Reference::new(&long, &a, &b, None)
+        .unwrap()
+        .check_passes(&run.c, run.schedule.passes)
+        .unwrap();
+    assert!(
+        check.pass && check.all_exact(),
+        "{plan}, K = 262221: {check:?}"
+    );
+
     for plan in &runnable {
         for (name, p) in problems() {
             // Small integers: exact in f16, products and sums exact in f32, the results exact

@@ -73,18 +73,25 @@ impl ResourceUsage {
 
     /// Whether the main loop's FMA share falls short of the floor the plan is built for, on
     /// NVIDIA (where it is read from SASS).
+    ///
+    /// A plan with a floor whose main loop could not be read (no nvdisasm) fails too: the
+    /// floor is then unchecked, not met.
     pub fn below_fma_floor(&self) -> bool {
         let floor = self.plan.config.loop_fma_floor(self.precision);
         match (floor, self.main_loop) {
             (Some(floor), Some(mix)) if self.arch.starts_with("sm_") => mix.percent() < floor,
+            (Some(_), None) if self.arch.starts_with("sm_") => true,
             _ => false,
         }
     }
 
     /// Whether a kernel built on matrix units compiled to code without a matrix instruction
     /// (a silent fallback to ordinary arithmetic).
+    ///
+    /// Machine code that could not be read (no nvdisasm, no assembly) counts as missing: the
+    /// presence is then unchecked, not shown.
     pub fn missing_matrix_ops(&self) -> bool {
-        self.plan.kernel().matrix_units() && self.matrix_ops == Some(0)
+        self.plan.kernel().matrix_units() && self.matrix_ops.unwrap_or(0) == 0
     }
 }
 
@@ -103,6 +110,9 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
                 "laid out for planes of {}, {}'s are {} wide",
                 c.plane, arch.name, arch.warp_size
             ));
+        }
+        if arch.name == "sm_75" && precision.input == crate::problem::DType::BF16 {
+            return Some("Turing's tensor cores have no bf16 (sm_80 and later do)".to_string());
         }
         if arch.vendor == Vendor::Amd && precision.input == crate::problem::DType::BF16 {
             return Some(

@@ -45,9 +45,11 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     let (bm, bn) = comptime!((config.bm(), config.bn()));
     let units = comptime!(config.units());
     // A's tile is stored transposed (`tile_a[k·BM + r]`): column-major with stride BM.
-    let mut tile_a = SharedMemory::<F>::new(comptime!((bm * fk) as usize));
-    let mut tile_b = SharedMemory::<F>::new(comptime!((fk * bn) as usize));
-    let mut tile_c = SharedMemory::<A>::new(comptime!((bm * bn) as usize));
+    // WMMA loads and stores need 256-bit aligned pointers, cooperative-matrix ones 128-bit:
+    // fragments start at multiples of M (or N) elements, 16 for WMMA's shapes (`FRAGMENTS`).
+    let mut tile_a = SharedMemory::<F>::new_aligned(comptime!((bm * fk) as usize), 32usize);
+    let mut tile_b = SharedMemory::<F>::new_aligned(comptime!((fk * bn) as usize), 32usize);
+    let mut tile_c = SharedMemory::<A>::new_aligned(comptime!((bm * bn) as usize), 32usize);
     let row0 = CUBE_POS_Y * bm;
     let col0 = CUBE_POS_X * bn;
     let batch = CUBE_POS_Z + dims.batch_begin;
@@ -191,17 +193,12 @@ impl TensorcoreConfig {
     }
 }
 
-/// The fragment shapes of the matrix units tilemm knows, with the plane widths they come with:
-/// 8×8×8 on lavapipe (subgroups of 8); 16×16×16, 32×8×16 and 8×32×16 on NVIDIA (warps of 32);
-/// 16×16×16 on AMD (wavefronts of 32 on RDNA, 64 on CDNA).
-const FRAGMENTS: [(u32, u32, u32, u32); 6] = [
-    (8, 8, 8, 8),
-    (16, 16, 16, 32),
-    (32, 8, 16, 32),
-    (8, 32, 16, 32),
-    (16, 16, 16, 64),
-    (16, 16, 32, 64),
-];
+/// The fragment shapes of the matrix units tilemm uses, with the plane widths they come with:
+/// 8×8×8 on lavapipe (subgroups of 8); 16×16×16 on NVIDIA (warps of 32) and AMD (wavefronts of
+/// 32 on RDNA, 64 on CDNA). NVIDIA's 32×8×16 and 8×32×16 are left out: a plane's fragment of
+/// B (or A) would start 8 elements into the shared tile, off the 256-bit alignment WMMA loads
+/// need.
+const FRAGMENTS: [(u32, u32, u32, u32); 3] = [(8, 8, 8, 8), (16, 16, 16, 32), (16, 16, 16, 64)];
 
 impl Rung for Tensorcore {
     const NAME: &'static str = "tensorcore";
@@ -346,8 +343,9 @@ impl Rung for Tensorcore {
                 }
             };
         }
-        // The fragments hold the inputs' own type; `supports` refuses every other.
-        if is_bf16::<I>() {
+        // The fragments hold the inputs' own type (bf16 also when it arrives packed in u32
+        // words); `supports` refuses every other.
+        if packed_bf16 || is_bf16::<I>() {
             go!(half::bf16)
         } else {
             go!(half::f16)
@@ -381,7 +379,7 @@ impl Rung for Tensorcore {
                 )
             };
         }
-        if is_bf16::<I>() {
+        if packed_bf16 || is_bf16::<I>() {
             go!(half::bf16)
         } else {
             go!(half::f16)

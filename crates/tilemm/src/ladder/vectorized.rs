@@ -287,8 +287,9 @@ impl Rung for Vectorized {
         format!("bm={}:bn={}:bk={}:tm={}:tn={}", c.bm, c.bn, c.bk, c.tm, c.tn)
     }
 
-    /// An 8×8 micro-tile of f64 accumulators needs 128 registers for them alone: RDNA 3 spills
-    /// it (a 256-unit block leaves it 128 VGPRs); NVIDIA and CDNA do not.
+    /// An 8×8 micro-tile of f64 accumulators needs 128 registers for them alone: allowed to
+    /// spill in f64 (the check cannot tell targets apart here). RDNA 3 does (a 256-unit block
+    /// leaves it 128 VGPRs); NVIDIA and CDNA do not, as the compile check shows.
     fn may_spill_in(c: &VectorizedConfig, precision: Precision) -> bool {
         c.tm * c.tn >= 64 && precision.accumulate == crate::problem::DType::F64
     }
