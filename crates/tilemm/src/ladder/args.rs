@@ -116,6 +116,36 @@ pub fn store<A: Float, O: Float>(c: &mut Array<O>, index: usize, acc: A, alpha: 
     c[index] = O::cast_from(out);
 }
 
+/// Writes a unit's TM×TN tile of accumulators (`acc[i·TN + j]`, row-major) to the entries of C
+/// from (`row0`, `col0`) on, those inside C only, through [`store()`].
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn store_tile<A: Float, O: Float>(
+    c: &mut Array<O>,
+    vc: &View,
+    dims: &Dims,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    acc: &Array<A>,
+    alpha: A,
+    beta: A,
+    #[comptime] tm: u32,
+    #[comptime] tn: u32,
+) {
+    #[unroll]
+    for i in 0..tm {
+        #[unroll]
+        for j in 0..tn {
+            let (row, col) = (row0 + i, col0 + j);
+            if row < dims.m && col < dims.n {
+                let value = acc[(i * tn + j) as usize];
+                store::<A, O>(c, at(vc, batch, row, col), value, alpha, beta);
+            }
+        }
+    }
+}
+
 /// Along which axis each operand is contiguous: a compile-time choice that lets neighbouring
 /// units fetch neighbouring elements whether A or B is stored row- or column-major.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, store, Dims, Layouts, View};
+use super::args::{store_tile, Dims, Layouts, View};
 use super::stage::{stage_tiles, Tiles};
 use super::{LaunchShape, Rung};
 use crate::problem::Problem;
@@ -90,17 +90,8 @@ pub fn blocktile2d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
         sync_cube();
     }
 
-    #[unroll]
-    for i in 0..tm {
-        #[unroll]
-        for j in 0..tn {
-            let (row, col) = (row0 + ty * tm + i, col0 + tx * tn + j);
-            if row < dims.m && col < dims.n {
-                let value = acc[(i * tn + j) as usize];
-                store::<A, O>(c, at(&vc, batch, row, col), value, alpha, beta);
-            }
-        }
-    }
+    let (row, col) = (row0 + ty * tm, col0 + tx * tn);
+    store_tile::<A, O>(c, &vc, &dims, batch, row, col, &acc, alpha, beta, tm, tn);
 }
 
 /// The 2D block-tiling rung.

@@ -10,7 +10,7 @@
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, store, Dims, View};
+use super::args::{at, fetch, store_tile, Dims, View};
 use super::{LaunchShape, Rung};
 use crate::problem::Problem;
 
@@ -151,17 +151,7 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
             outer::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, config, line_b, packed_bf16);
         }
 
-        #[unroll]
-        for i in 0..tm {
-            #[unroll]
-            for j in 0..tn {
-                let (row, col) = (row0 + i, col0 + j);
-                if row < dims.m && col < dims.n {
-                    let value = acc[(i * tn + j) as usize];
-                    store::<A, O>(c, at(&vc, batch, row, col), value, alpha, beta);
-                }
-            }
-        }
+        store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);
     }
 }
 

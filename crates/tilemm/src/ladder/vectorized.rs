@@ -7,7 +7,7 @@
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store, Dims, Layouts, View};
+use super::args::{at, load, store_tile, Dims, Layouts, View};
 use super::{LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
@@ -190,17 +190,8 @@ pub fn vectorized_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
         sync_cube();
     }
 
-    #[unroll]
-    for i in 0..tm {
-        #[unroll]
-        for j in 0..tn {
-            let (row, col) = (row0 + ty * tm + i, col0 + tx * tn + j);
-            if row < dims.m && col < dims.n {
-                let value = acc[(i * tn + j) as usize];
-                store::<A, O>(c, at(&vc, batch, row, col), value, alpha, beta);
-            }
-        }
-    }
+    let (row, col) = (row0 + ty * tm, col0 + tx * tn);
+    store_tile::<A, O>(c, &vc, &dims, batch, row, col, &acc, alpha, beta, tm, tn);
 }
 
 /// The vectorized shared-memory rung.
