@@ -451,7 +451,7 @@ fn candidates(gpu: &GpuSession, problem: &Problem, proxy: &Problem) -> Vec<Plan>
 /// tile counts there; on GPUs a configuration that spills is pruned.
 pub fn model_score(plan: &Plan, proxy: &Problem, kind: DeviceKind) -> f64 {
     let cpu_like = kind == DeviceKind::Cpu;
-    if plan.may_spill() && !cpu_like {
+    if plan.config.may_spill_in(proxy.precision) && !cpu_like {
         return 0.0;
     }
     // The tile one cube computes, read off a launch over a large power-of-two product.
@@ -726,6 +726,16 @@ mod tests {
         let big = "register:tm=16:tn=8:side=8";
         assert_eq!(score(big, gpu), 0.0);
         assert!(score(big, DeviceKind::Cpu) > score("blocktile2d", DeviceKind::Cpu));
+        // The vectorized 8×8 tile fits in f32 but may spill in f64: pruned on GPUs in f64 only.
+        let vectorized = Plan::new("vectorized".parse().unwrap());
+        assert!(model_score(&vectorized, &p, gpu) > 0.0);
+        let f64 = crate::problem::Shape {
+            precision: crate::problem::Precision::of(crate::problem::DType::F64),
+            ..crate::problem::Shape::new(1024, 1024, 1024)
+        }
+        .problem()
+        .unwrap();
+        assert_eq!(model_score(&vectorized, &f64, gpu), 0.0);
         // A 128×128 tile over a 16×1024 product computes mostly padding.
         let thin = Problem::new(16, 1024, 1024).unwrap();
         let plan = Plan::new("blocktile2d:bm=128:bn=128:bk=8:tm=8:tn=8".parse().unwrap());
