@@ -10,8 +10,7 @@ use rand::{Rng, SeedableRng};
 use tilemm::backend::list_devices;
 use tilemm::verify::Reference;
 use tilemm::{
-    inputs, Backend, DType, GpuSession, HostData, Kernel, MatrixDesc, Plan, Precision, Problem,
-    Shape,
+    inputs, Backend, DType, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape,
 };
 
 /// Shapes that catch edge-tile bugs: degenerate, K=1, primes, non-multiples of every TPB, tall
@@ -218,16 +217,7 @@ fn contract_problems() -> Vec<(String, Problem)> {
             out.push((format!("{name}, {precision}"), p));
         }
         // Padded, offset views and a column-major C (computed as Cᵀ = BᵀAᵀ).
-        let (m, k, n) = (37, 29, 23);
-        let mut a = MatrixDesc::row_major(m, k);
-        a.row_stride = k + 3;
-        a.offset = 5;
-        let mut b = MatrixDesc::col_major(k, n);
-        b.col_stride = k + 1;
-        let mut c = MatrixDesc::col_major(m, n);
-        c.col_stride = m + 2;
-        c.offset = 1;
-        let p = Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap();
+        let p = common::padded_views(precision);
         out.push((format!("padded views, column-major C, {precision}"), p));
     }
     out

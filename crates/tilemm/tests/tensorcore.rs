@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use tilemm::tune::{self, TuneOptions};
 use tilemm::verify::Reference;
 use tilemm::Unavailable;
-use tilemm::{inputs, DType, Error, HostData, Kernel, MatrixDesc, Plan, Precision, Problem, Shape};
+use tilemm::{inputs, DType, Error, HostData, Kernel, Plan, Precision, Problem, Shape};
 
 fn tensorcore_plans() -> Vec<Plan> {
     Kernel::Tensorcore
@@ -82,16 +82,7 @@ fn problems() -> Vec<(String, Problem)> {
         ] {
             out.push((format!("{name} {precision}"), shape.problem().unwrap()));
         }
-        let (m, k, n) = (37, 29, 23);
-        let mut a = MatrixDesc::row_major(m, k);
-        a.row_stride = k + 3;
-        a.offset = 5;
-        let mut b = MatrixDesc::col_major(k, n);
-        b.col_stride = k + 1;
-        let mut c = MatrixDesc::col_major(m, n);
-        c.col_stride = m + 2;
-        c.offset = 1;
-        let p = Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap();
+        let p = common::padded_views(precision);
         out.push((format!("padded views, column-major C {precision}"), p));
     }
     out

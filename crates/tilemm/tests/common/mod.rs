@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use tilemm::{Backend, GpuSession, Kernel, Plan, Precision, Problem};
+use tilemm::{Backend, GpuSession, Kernel, MatrixDesc, Plan, Precision, Problem};
 
 /// The wgpu device the tests run on (lavapipe on machines without a GPU), opened once.
 pub fn gpu() -> &'static GpuSession {
@@ -49,4 +49,20 @@ pub fn rung_plans() -> Vec<Plan> {
         }
     }
     plans
+}
+
+/// A 37×29×23 product over padded, offset views with a column-major C (computed as
+/// Cᵀ = BᵀAᵀ) in `precision`: A row-major with 3 elements of padding per row and offset 5, B
+/// column-major with 1 of padding, C with 2 of padding and offset 1.
+pub fn padded_views(precision: Precision) -> Problem {
+    let (m, k, n) = (37, 29, 23);
+    let mut a = MatrixDesc::row_major(m, k);
+    a.row_stride = k + 3;
+    a.offset = 5;
+    let mut b = MatrixDesc::col_major(k, n);
+    b.col_stride = k + 1;
+    let mut c = MatrixDesc::col_major(m, n);
+    c.col_stride = m + 2;
+    c.offset = 1;
+    Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap()
 }
