@@ -101,6 +101,17 @@ impl TuneArgs {
     }
 }
 
+/// `run --kernel`'s help, with the rungs of the registry.
+fn run_kernel_help() -> String {
+    let names: Vec<&str> = tilemm::Kernel::ALL.iter().map(|k| k.name()).collect();
+    format!(
+        "Kernel: auto (the tuner picks, and remembers, the fastest rung for the device and shape \
+         class), or a rung of the ladder ({}), optionally with its settings (`tiled:tpb=32`). \
+         Default: auto, or tiled with --tpb",
+        names.join(", ")
+    )
+}
+
 /// A tuning budget in seconds: finite and not negative.
 fn budget(s: &str) -> Result<f64, String> {
     s.trim()
@@ -113,10 +124,9 @@ fn budget(s: &str) -> Result<f64, String> {
 #[derive(Args)]
 struct RunArgs {
     /// Kernel: auto (the tuner picks, and remembers, the fastest rung for the device and
-    /// shape class), or a rung of the ladder (naive, tiled, blocktile1d, blocktile2d,
-    /// register), optionally with its settings (`tiled:tpb=32`). Default: auto, or tiled with
-    /// --tpb.
-    #[arg(long)]
+    /// shape class), or a rung of the ladder, optionally with its settings (`tiled:tpb=32`).
+    /// Default: auto, or tiled with --tpb.
+    #[arg(long, help = run_kernel_help())]
     kernel: Option<KernelChoice>,
     /// Threads per block along each axis (8, 16, 32): short for `--kernel RUNG:tpb=T`.
     #[arg(long)]
@@ -592,20 +602,42 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         }
         Vec::new()
     };
-    // Rungs measured by default that the device cannot run at all (matrix units it lacks, a
-    // precision they do not compute) are left out with a note; named ones are refused below.
+    // Rungs measured by default whose default configuration the device cannot run (laid out
+    // for planes of another width) are measured in the first configuration it runs; those it
+    // cannot run at all (matrix units it lacks, a precision they do not compute) are left out
+    // with a note. Named ones are refused below.
     let mut plans = plans;
     if let (Some(info), true) = (info, args.kernels.is_empty()) {
-        plans.retain(|plan| {
-            let unavailable = problems.iter().find_map(|p| match plan.check(p, info) {
+        let unavailable = |plan: &Plan| {
+            problems.iter().find_map(|p| match plan.check(p, info) {
                 Err(tilemm::Error::KernelUnavailable { why, .. }) => Some(why),
                 _ => None,
-            });
-            if let Some(why) = &unavailable {
-                notes.push(format!("{plan} is not measured: {why}"));
-            }
-            unavailable.is_none()
-        });
+            })
+        };
+        plans = plans
+            .into_iter()
+            .filter_map(|plan| {
+                let Some(why) = unavailable(&plan) else {
+                    return Some(plan);
+                };
+                let runnable = plan
+                    .kernel()
+                    .configs()
+                    .into_iter()
+                    .map(Plan::new)
+                    .find(|p| unavailable(p).is_none());
+                match runnable {
+                    Some(other) => {
+                        notes.push(format!("{other} is measured in place of {plan}: {why}"));
+                        Some(other)
+                    }
+                    None => {
+                        notes.push(format!("{plan} is not measured: {why}"));
+                        None
+                    }
+                }
+            })
+            .collect();
     }
     // Refuse every impossible size before measuring anything.
     let mut references = Vec::new();
@@ -851,6 +883,19 @@ fn vendor_baseline(
     }
 }
 
+/// The first configuration of `plan`'s rung laid out for planes of `width`, where `plan` is
+/// laid out for another width.
+fn fit_plane(plan: &Plan, width: u32) -> Option<Plan> {
+    if plan.config.plane_width().is_none_or(|p| p == width) {
+        return None;
+    }
+    plan.kernel()
+        .configs()
+        .into_iter()
+        .find(|c| c.plane_width() == Some(width))
+        .map(Plan::new)
+}
+
 fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     let plans = plans(&args.kernels, &args.tpb)?;
     let tools = Toolchain {
@@ -872,6 +917,13 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     {
         for (plan, dtype, arch) in every {
             let precision = Precision::of(dtype);
+            // By default each rung is checked in its default configuration, or where that is
+            // laid out for planes of another width than the target's, in its first one that
+            // fits the target's.
+            let fitted = (args.kernels.is_empty() && args.tpb.is_empty())
+                .then(|| fit_plane(plan, arch.warp_size))
+                .flatten();
+            let plan = fitted.as_ref().unwrap_or(plan);
             if let Some(why) = compile_check::not_applicable(plan, precision, arch) {
                 if !args.json {
                     say!(

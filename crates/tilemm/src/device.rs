@@ -134,7 +134,8 @@ pub struct DeviceInfo {
     pub limits: DeviceLimits,
     /// Element types beyond f32 (known once the device is open; all false in listings).
     pub types: TypeSupport,
-    /// Units per plane (warp, wavefront, subgroup); 0 where unknown (in listings).
+    /// Units per plane (warp, wavefront, subgroup), where every plane has that many and plane
+    /// operations (broadcasts) are available; 0 otherwise.
     pub plane_size: u32,
     /// The matrix units it registers (known once the device is open; none in listings).
     pub matrix_units: Vec<MatrixUnit>,

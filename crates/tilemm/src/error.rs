@@ -229,7 +229,7 @@ pub enum Unavailable {
     PlaneWidth {
         /// The width the configuration is built for.
         built: u32,
-        /// The device's (0: unknown).
+        /// The device's (0: not fixed, or no plane operations).
         device: u32,
     },
     /// The device registers no matrix unit of the fragment shape and types the kernel uses.
@@ -250,6 +250,11 @@ impl std::fmt::Display for Unavailable {
                     "it multiplies only f16 or bf16 inputs with f32 accumulation, not {p}"
                 )
             }
+            Unavailable::PlaneWidth { built, device: 0 } => write!(
+                f,
+                "it is laid out for planes of {built} units, and the device's planes have no \
+                 fixed width or no plane operations"
+            ),
             Unavailable::PlaneWidth { built, device } => write!(
                 f,
                 "it is laid out for planes of {built} units, the device's are {device} wide"

@@ -153,7 +153,20 @@ impl<R: Runtime> Session<R> {
     pub(crate) fn new(client: ComputeClient<R>, mut info: DeviceInfo, vendor_f64: bool) -> Self {
         info.types = type_support(&client, vendor_f64);
         let props = client.properties();
-        info.plane_size = props.hardware.plane_size_max;
+        // A kernel laid out for planes of P units needs every plane to be P wide and plane
+        // operations. CubeCL leaves plane operations out on CPU adapters; a backend that knows
+        // the device has them (wgpu, from the adapter's subgroup feature) says so beforehand.
+        let hw = &props.hardware;
+        let ops = info.plane_size != 0
+            || props
+                .features
+                .plane
+                .contains(cubecl::ir::features::Plane::Ops);
+        info.plane_size = if ops && hw.plane_size_min == hw.plane_size_max {
+            hw.plane_size_max
+        } else {
+            0
+        };
         info.matrix_units = matrix_units(&props.features.matmul.cmma);
         Session { client, info }
     }

@@ -308,6 +308,7 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Unavailable;
     use crate::problem::Shape;
 
     fn lavapipe_like() -> DeviceInfo {
@@ -316,6 +317,33 @@ mod tests {
 
     fn plan(text: &str) -> Plan {
         Plan::new(text.parse().unwrap())
+    }
+
+    #[test]
+    fn plane_layouts_run_only_on_planes_of_their_width() {
+        let problem = Problem::new(64, 64, 64).unwrap();
+        let eight = plan("broadcast:tm=16:tn=8:planes=8:plane=8");
+        let warp = plan("broadcast:tm=8:tn=4:planes=4:plane=32");
+        let mut device = lavapipe_like();
+        for (width, runs) in [(8, [true, false]), (32, [false, true]), (0, [false, false])] {
+            device.plane_size = width;
+            for (plan, runs) in [eight, warp].iter().zip(runs) {
+                match plan.check(&problem, &device) {
+                    Ok(_) => assert!(runs, "{plan} on planes of {width}"),
+                    Err(Error::KernelUnavailable {
+                        why: Unavailable::PlaneWidth { built, device },
+                        ..
+                    }) => {
+                        assert!(!runs, "{plan} on planes of {width}");
+                        assert_eq!((Some(built), device), (plan.config.plane_width(), width));
+                    }
+                    Err(e) => panic!("{plan} on planes of {width}: {e}"),
+                }
+            }
+        }
+        // A device whose planes vary in width (or have no operations) says so.
+        let err = eight.check(&problem, &device).unwrap_err().to_string();
+        assert!(err.contains("no fixed width"), "{err}");
     }
 
     #[test]

@@ -4,13 +4,14 @@
 
 mod common;
 
-use common::{every_plan, gpu, rung_plans, runs};
+use common::{every_plan, f32_plans, gpu, rung_plans, runs};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::backend::list_devices;
 use tilemm::verify::Reference;
 use tilemm::{
-    inputs, Backend, DType, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape,
+    inputs, Backend, DType, Error, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape,
+    Unavailable,
 };
 
 /// Shapes that catch edge-tile bugs: degenerate, K=1, primes, non-multiples of every TPB, tall
@@ -52,6 +53,40 @@ fn exact_product(p: &Problem, a: &[f32], b: &[f32]) -> Vec<f32> {
 
 fn f32s(data: &HostData) -> &[f32] {
     data.as_slice::<f32>().expect("f32 data")
+}
+
+#[test]
+fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
+    // The kernel tests cover `every_plan()`: f32_plans() less what the device refuses. Only a
+    // plane width other than the device's may be refused, with its typed error, and every rung
+    // that computes f32 must keep a configuration that runs.
+    let info = gpu().info();
+    let probe = Problem::new(1, 1, 1).unwrap();
+    for plan in f32_plans() {
+        match plan.check(&probe, info) {
+            Ok(_) => {}
+            Err(Error::KernelUnavailable {
+                why: Unavailable::PlaneWidth { built, device },
+                ..
+            }) => {
+                assert_eq!(Some(built), plan.config.plane_width(), "{plan}");
+                assert_ne!(built, device, "{plan}");
+            }
+            Err(e) => panic!("{plan} is refused on {}: {e}", info.name),
+        }
+    }
+    let runnable = every_plan();
+    for kernel in Kernel::ALL
+        .iter()
+        .filter(|k| k.default_config().computes(Precision::F32))
+    {
+        assert!(
+            runnable.iter().any(|p| p.kernel() == *kernel),
+            "no configuration of {kernel} runs on {} (planes of {})",
+            info.name,
+            info.plane_size
+        );
+    }
 }
 
 #[test]

@@ -70,7 +70,12 @@ fn describe_with_limits(
             memory_bytes: None,
         },
         types: Default::default(),
-        plane_size: 0,
+        // Where the adapter has subgroup operations; `Session::new` keeps it if fixed.
+        plane_size: if adapter.features().contains(wgpu::Features::SUBGROUP) {
+            info.subgroup_max_size
+        } else {
+            0
+        },
         matrix_units: Vec::new(),
     }
 }

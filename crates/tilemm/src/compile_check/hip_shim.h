@@ -22,9 +22,36 @@ static __device__ inline __tilemm_dim3 __tilemm_block_idx() {
 static __device__ inline __tilemm_dim3 __tilemm_block_dim() {
   return {__builtin_amdgcn_workgroup_size_x(), __builtin_amdgcn_workgroup_size_y(), __builtin_amdgcn_workgroup_size_z()};
 }
+static __device__ inline __tilemm_dim3 __tilemm_grid_dim() {
+  return {__builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(),
+          __builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y(),
+          __builtin_amdgcn_grid_size_z() / __builtin_amdgcn_workgroup_size_z()};
+}
 #define threadIdx (__tilemm_thread_idx())
 #define blockIdx (__tilemm_block_idx())
 #define blockDim (__tilemm_block_dim())
+#define gridDim (__tilemm_grid_dim())
+// Unsigned, so that CubeCL's min(warpSize, blockDim.x * ...) resolves.
+#define warpSize ((unsigned int)__AMDGCN_WAVEFRONT_SIZE)
+// HIP's __shfl (amd_warp_functions.h): lane `src` of the wavefront's value, through
+// ds_bpermute (32 bits at a time).
+static __device__ inline int __shfl(int var, int src, int width = warpSize) {
+  int self = __builtin_amdgcn_mbcnt_hi(-1, __builtin_amdgcn_mbcnt_lo(-1, 0));
+  int index = src + (self & ~(width - 1));
+  return __builtin_amdgcn_ds_bpermute(index << 2, var);
+}
+static __device__ inline unsigned int __shfl(unsigned int var, int src, int width = warpSize) {
+  return (unsigned int)__shfl((int)var, src, width);
+}
+static __device__ inline float __shfl(float var, int src, int width = warpSize) {
+  return __builtin_bit_cast(float, __shfl(__builtin_bit_cast(int, var), src, width));
+}
+static __device__ inline double __shfl(double var, int src, int width = warpSize) {
+  struct halves { int lo, hi; } h = __builtin_bit_cast(halves, var);
+  h.lo = __shfl(h.lo, src, width);
+  h.hi = __shfl(h.hi, src, width);
+  return __builtin_bit_cast(double, h);
+}
 #define __syncthreads() do { \
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); \
     __builtin_amdgcn_s_barrier(); \

@@ -96,7 +96,7 @@ impl ResourceUsage {
 }
 
 /// Why `plan` in `precision` is not compiled for `arch`, if it is not: a precision the rung
-/// does not compute, or matrix units laid out for another plane width than the target's.
+/// does not compute, or a layout for another plane width than the target's.
 pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<String> {
     if !plan.config.computes(precision) {
         return Some(format!(
@@ -104,13 +104,13 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
             plan.kernel()
         ));
     }
-    if let crate::Config::Tensorcore(c) = plan.config {
-        if c.plane != arch.warp_size {
-            return Some(format!(
-                "laid out for planes of {}, {}'s are {} wide",
-                c.plane, arch.name, arch.warp_size
-            ));
-        }
+    if let Some(plane) = plan.config.plane_width().filter(|&p| p != arch.warp_size) {
+        return Some(format!(
+            "laid out for planes of {plane}, {}'s are {} wide",
+            arch.name, arch.warp_size
+        ));
+    }
+    if let crate::Config::Tensorcore(_) = plan.config {
         if arch.name == "sm_75" && precision.input == crate::problem::DType::BF16 {
             return Some("Turing's tensor cores have no bf16 (sm_80 and later do)".to_string());
         }

@@ -58,8 +58,9 @@ pub trait Rung {
         true
     }
     /// Whether `device` can run the configuration on `problem` beyond its limits (which
-    /// [`crate::plan::Plan::check`] checks for every rung): the matrix units, plane width or
-    /// types it is built on. Checked before every launch, so that what would panic inside
+    /// [`crate::plan::Plan::check`] checks for every rung), the precisions it computes and its
+    /// plane width (which [`Config::supports`] checks first): the matrix units or types it is
+    /// built on. Checked before every launch, so that what would panic inside
     /// CubeCL is refused instead.
     fn supports(
         _config: &Self::Config,
@@ -71,6 +72,11 @@ pub trait Rung {
     /// The least share of FMAs (in percent) its main loop must reach in NVIDIA SASS for
     /// `precision`, where the rung is built for it (the compile check fails below it).
     fn loop_fma_floor(_config: &Self::Config, _precision: Precision) -> Option<f64> {
+        None
+    }
+    /// The plane (warp, wavefront, subgroup) width the configuration is laid out for, if any:
+    /// it runs only where every plane is exactly that wide.
+    fn plane_width(_config: &Self::Config) -> Option<u32> {
         None
     }
     /// Whether the kernel is built on matrix units (CubeCL `cmma`): WGSL cannot express it
@@ -440,6 +446,11 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::loop_fma_floor(c, precision),)* }
             }
 
+            /// The plane width it is laid out for (see [`Rung::plane_width`]).
+            pub fn plane_width(&self) -> Option<u32> {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::plane_width(c),)* }
+            }
+
             /// Whether it computes `precision` on any device (see [`Rung::computes`]).
             pub fn computes(&self, precision: Precision) -> bool {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::computes(c, precision),)* }
@@ -451,6 +462,12 @@ macro_rules! registry {
                 problem: &Problem,
                 device: &DeviceInfo,
             ) -> std::result::Result<(), Unavailable> {
+                if !self.computes(problem.precision) {
+                    return Err(Unavailable::Precision(problem.precision));
+                }
+                if let Some(built) = self.plane_width().filter(|&p| p != device.plane_size) {
+                    return Err(Unavailable::PlaneWidth { built, device: device.plane_size });
+                }
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::supports(c, problem, device),)* }
             }
 
@@ -493,6 +510,7 @@ registry! {
     blocktile2d::Blocktile2d => Blocktile2d,
     vectorized::Vectorized => Vectorized,
     register::Register => Register,
+    broadcast::Broadcast => Broadcast,
     tensorcore::Tensorcore => Tensorcore,
 }
 

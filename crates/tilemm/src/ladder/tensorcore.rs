@@ -260,21 +260,16 @@ impl Rung for Tensorcore {
         matches!(precision.input, DType::F16 | DType::BF16) && precision.accumulate == DType::F32
     }
 
+    fn plane_width(config: &TensorcoreConfig) -> Option<u32> {
+        Some(config.plane)
+    }
+
     fn supports(
         config: &TensorcoreConfig,
         problem: &Problem,
         device: &DeviceInfo,
     ) -> Result<(), Unavailable> {
         let precision = problem.precision;
-        if !Self::computes(config, precision) {
-            return Err(Unavailable::Precision(precision));
-        }
-        if device.plane_size != config.plane {
-            return Err(Unavailable::PlaneWidth {
-                built: config.plane,
-                device: device.plane_size,
-            });
-        }
         let wanted = crate::device::MatrixUnit {
             a: precision.input,
             b: precision.input,

@@ -16,9 +16,10 @@ pub fn gpu() -> &'static GpuSession {
     })
 }
 
-/// Every configuration of every rung that computes f32: the registry decides what the tests
-/// cover. (The matrix-unit rung takes f16 and bf16 inputs only; `tests/tensorcore.rs` runs it.)
-pub fn every_plan() -> Vec<Plan> {
+/// Every configuration of every rung that computes f32, whether the test device runs it or
+/// not: the registry decides what the tests cover. (The matrix-unit rung takes f16 and bf16
+/// inputs only; `tests/tensorcore.rs` runs it.)
+pub fn f32_plans() -> Vec<Plan> {
     Kernel::ALL
         .iter()
         .flat_map(|k| k.configs())
@@ -27,25 +28,41 @@ pub fn every_plan() -> Vec<Plan> {
         .collect()
 }
 
+/// The [`f32_plans`] the test device runs: all but those laid out for another plane width
+/// than its own, which `tests/kernels.rs` checks are refused as such (and that every rung
+/// keeps at least one configuration here).
+pub fn every_plan() -> Vec<Plan> {
+    let probe = Problem::new(1, 1, 1).unwrap();
+    f32_plans()
+        .into_iter()
+        .filter(|plan| runs(plan, &probe))
+        .collect()
+}
+
 /// Whether `plan` runs `problem` on the test device: it computes the precision and the device
-/// has what the kernel is built on (matrix units, their plane width).
+/// has what the kernel is built on (matrix units, its plane width).
 pub fn runs(plan: &Plan, problem: &Problem) -> bool {
     plan.config.computes(problem.precision) && plan.config.supports(problem, gpu().info()).is_ok()
 }
 
-/// Every rung in its default configuration and in the last one it lists (its largest tile):
-/// the tests that run many problems per plan use these, so that their time grows with the
-/// rungs rather than with every configuration.
+/// Every rung in its default configuration and in the last one it lists that the device runs
+/// (its largest tile): the tests that run many problems per plan use these, so that their
+/// time grows with the rungs rather than with every configuration.
 pub fn rung_plans() -> Vec<Plan> {
+    let runnable = every_plan();
     let mut plans = Vec::new();
-    for kernel in Kernel::ALL
-        .iter()
-        .filter(|k| k.default_config().computes(Precision::F32))
-    {
+    for kernel in Kernel::ALL {
+        let mut mine = runnable.iter().filter(|p| p.kernel() == *kernel);
         let default = kernel.default_config();
-        plans.push(Plan::new(default));
-        if let Some(last) = kernel.configs().last().filter(|c| **c != default) {
-            plans.push(Plan::new(*last));
+        if let Some(first) = mine.clone().find(|p| p.config == default).or(mine.next()) {
+            plans.push(*first);
+            if let Some(last) = runnable
+                .iter()
+                .rev()
+                .find(|p| p.kernel() == *kernel && *p != first)
+            {
+                plans.push(*last);
+            }
         }
     }
     plans
