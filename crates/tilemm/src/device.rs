@@ -135,7 +135,8 @@ pub struct DeviceInfo {
     /// Element types beyond f32 (known once the device is open; all false in listings).
     pub types: TypeSupport,
     /// Units per plane (warp, wavefront, subgroup), where every plane has that many and plane
-    /// operations (broadcasts) are available; 0 otherwise.
+    /// operations (broadcasts) are available; 0 otherwise. (In listings, which do not open the
+    /// device: the largest width where plane operations exist.)
     pub plane_size: u32,
     /// The matrix units it registers (known once the device is open; none in listings).
     pub matrix_units: Vec<MatrixUnit>,

@@ -105,6 +105,45 @@ pub fn fetch<I: Scalar, A: Float, N: Size>(
     }
 }
 
+/// One step of a unit's TM×TN register tile: `acc += A[rows, k] ⊗ B[k, cols]`, with the TM
+/// values of A already in `av` and B's TN values read from the row that starts `kb` past the
+/// columns' offsets `b_cols` (in vectors of `line_b`: whole vectors inside B's row).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn outer_product<I: Scalar, A: Float, NB: Size>(
+    b: &Array<Vector<I, NB>>,
+    b_cols: &Array<usize>,
+    kb: usize,
+    av: &Array<A>,
+    acc: &mut Array<A>,
+    #[comptime] tm: u32,
+    #[comptime] tn: u32,
+    #[comptime] line_b: u32,
+    #[comptime] packed_bf16: bool,
+) {
+    let mut bv = Array::<A>::new(comptime!(tn as usize));
+    #[unroll]
+    for v in 0..tn / line_b {
+        if comptime!(line_b == 1) {
+            bv[v as usize] = fetch::<I, A, NB>(b, b_cols[v as usize] + kb, 1u32, packed_bf16);
+        } else {
+            let vec = b[(b_cols[(v * line_b) as usize] + kb) / comptime!(line_b as usize)];
+            #[unroll]
+            for e in 0..line_b {
+                bv[(v * line_b + e) as usize] = A::cast_from(vec[e as usize]);
+            }
+        }
+    }
+    #[unroll]
+    for i in 0..tm {
+        #[unroll]
+        for j in 0..tn {
+            let e = (i * tn + j) as usize;
+            acc[e] += av[i as usize] * bv[j as usize];
+        }
+    }
+}
+
 /// Writes α·acc + β·C to entry `index` of C. With β = 0, C is not read, so whatever it held (an
 /// uninitialised NaN included) does not reach the result.
 #[cube]

@@ -9,61 +9,22 @@
 //! thread, through the shuffle unit). No shared memory and no barriers.
 //!
 //! The plane width P is part of the configuration (the launch and the broadcasts' lanes depend
-//! on it), and [`Rung::supports`] refuses a device whose planes are not exactly P wide. Rows and
-//! columns are taken from the plane's position and the unit's lane in it, never from an assumed
-//! order of units in a cube. Every unit of a plane runs the main loop (a broadcast needs all):
-//! columns past C's edge are clamped for loading and never stored; a plane wholly below C's last
-//! row leaves as one.
+//! on it), and [`super::Config::supports`] refuses a device whose planes are not exactly P
+//! wide. Rows and columns are taken from the plane's position and the unit's lane in it, never
+//! from an assumed order of units in a cube. Every unit of a plane runs the main loop (a
+//! broadcast needs all): columns past C's edge are clamped for loading and never stored; a plane
+//! wholly below C's last row leaves as one.
 
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, store_tile, Dims, View};
+use super::args::{at, fetch, outer_product, store_tile, Dims, View};
 use super::{LaunchShape, Rung};
 use crate::problem::{DType, Precision, Problem};
 
 /// Steps of K unrolled in the main loop; the remainder runs one step at a time. A multiple of
 /// every line size, so that a row of A is read in whole vectors.
 const UNROLL_K: u32 = 4;
-
-/// `acc += A[rows, k] ⊗ B[k, cols]` for one k, with the values of A already in `av`; B's row
-/// starts `kb` past the columns' offsets.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn outer<I: Scalar, A: Float, NB: Size>(
-    b: &Array<Vector<I, NB>>,
-    b_cols: &Array<usize>,
-    kb: usize,
-    av: &Array<A>,
-    acc: &mut Array<A>,
-    #[comptime] config: BroadcastConfig,
-    #[comptime] line_b: u32,
-    #[comptime] packed_bf16: bool,
-) {
-    let (tm, tn) = comptime!((config.tm, config.tn));
-    let mut bv = Array::<A>::new(comptime!(tn as usize));
-    #[unroll]
-    for v in 0..tn / line_b {
-        if comptime!(line_b == 1) {
-            bv[v as usize] = fetch::<I, A, NB>(b, b_cols[v as usize] + kb, 1u32, packed_bf16);
-        } else {
-            // Whole vectors: the columns of a vector are consecutive and inside B's row.
-            let vec = b[(b_cols[(v * line_b) as usize] + kb) / comptime!(line_b as usize)];
-            #[unroll]
-            for e in 0..line_b {
-                bv[(v * line_b + e) as usize] = A::cast_from(vec[e as usize]);
-            }
-        }
-    }
-    #[unroll]
-    for i in 0..tm {
-        #[unroll]
-        for j in 0..tn {
-            let e = (i * tn + j) as usize;
-            acc[e] += av[i as usize] * bv[j as usize];
-        }
-    }
-}
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K. Plane p of cube (X, Y) computes rows
 /// `(Y·planes + p)·TM ..` of C; its lane l, columns `(X·P + l)·TN ..`. Lane l loads rows
@@ -144,7 +105,7 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
                             let mine_u = A::cast_from(mine[(i / plane) as usize][u as usize]);
                             av[i as usize] = share::<A>(mine_u, i % plane);
                         }
-                        outer::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, config, line_b, packed_bf16);
+                        outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
                     }
                 }
             } else {
@@ -152,14 +113,14 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
                 for u in 0..UNROLL_K {
                     let kk = k0 + u as usize;
                     load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, config, line_a, packed_bf16);
-                    outer::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, config, line_b, packed_bf16);
+                    outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
                 }
             }
         }
         for kk in whole * UNROLL_K..len {
             let kk = kk as usize;
             load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, config, line_a, packed_bf16);
-            outer::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, config, line_b, packed_bf16);
+            outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
         }
 
         store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);

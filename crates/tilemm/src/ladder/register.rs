@@ -10,51 +10,13 @@
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, store_tile, Dims, View};
+use super::args::{at, fetch, outer_product, store_tile, Dims, View};
 use super::{LaunchShape, Rung};
 use crate::problem::Problem;
 
 /// Steps of K unrolled in the main loop; the remainder runs one step at a time. A multiple of
 /// every line size, so that a row of A is read in whole vectors.
 const UNROLL_K: u32 = 4;
-
-/// `acc += A[rows, k] ⊗ B[k, cols]` for one k, with the values of A already in `av`; B's row
-/// starts `kb` past the columns' offsets.
-#[cube]
-fn outer<I: Scalar, A: Float, NB: Size>(
-    b: &Array<Vector<I, NB>>,
-    b_cols: &Array<usize>,
-    kb: usize,
-    av: &Array<A>,
-    acc: &mut Array<A>,
-    #[comptime] config: RegisterConfig,
-    #[comptime] line_b: u32,
-    #[comptime] packed_bf16: bool,
-) {
-    let (tm, tn) = comptime!((config.tm, config.tn));
-    let mut bv = Array::<A>::new(comptime!(tn as usize));
-    #[unroll]
-    for v in 0..tn / line_b {
-        if comptime!(line_b == 1) {
-            bv[v as usize] = fetch::<I, A, NB>(b, b_cols[v as usize] + kb, 1u32, packed_bf16);
-        } else {
-            // Whole vectors: the columns of a vector are consecutive and inside B's row.
-            let vec = b[(b_cols[(v * line_b) as usize] + kb) / comptime!(line_b as usize)];
-            #[unroll]
-            for e in 0..line_b {
-                bv[(v * line_b + e) as usize] = A::cast_from(vec[e as usize]);
-            }
-        }
-    }
-    #[unroll]
-    for i in 0..tm {
-        #[unroll]
-        for j in 0..tn {
-            let e = (i * tn + j) as usize;
-            acc[e] += av[i as usize] * bv[j as usize];
-        }
-    }
-}
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K; unit (x, y) of cube (X, Y) computes
 /// rows `(Y·dim_y + y)·TM ..` and columns `(X·dim_x + x)·TN ..` of C. A is read in vectors of
@@ -137,7 +99,7 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
                             );
                         }
                     }
-                    outer::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, config, line_b, packed_bf16);
+                    outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
                 }
             }
         }
@@ -148,7 +110,7 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
                 av[i as usize] =
                     fetch::<I, A, NA>(a, a_rows[i as usize] + kk * a_step, line_a, packed_bf16);
             }
-            outer::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, config, line_b, packed_bf16);
+            outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
         }
 
         store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);
