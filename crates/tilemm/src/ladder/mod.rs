@@ -287,6 +287,93 @@ macro_rules! glue {
 }
 pub(crate) use glue;
 
+/// [`glue!`] for a kernel that reads A and B as vectors (its `Size` parameters `NA` and `NB`)
+/// and takes its configuration, `line_a` and `line_b` as comptime arguments: the widths come
+/// from `Args::line`, B's narrowed to 1 where it does not divide the unit's `tn` columns.
+macro_rules! glue_lines {
+    ($kernel:ident, |$config:ident| dim: $dim:expr) => {
+        fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+            config: &Self::Config,
+            launch: $crate::ladder::Launch<'_, R>,
+            packed_bf16: bool,
+        ) {
+            let $crate::ladder::Launch {
+                client,
+                count,
+                buffers: [a, b, c],
+                args,
+            } = launch;
+            let $config = config;
+            let (line_a, line_b) = (args.line(0, packed_bf16), args.line(1, packed_bf16));
+            let line_b = if $config.tn.is_multiple_of(line_b) {
+                line_b
+            } else {
+                1
+            };
+            // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
+            // covers C once, every access is clamped to C's last row or column, vectors lie
+            // inside rows (`Args::line`), and `Plan::check` has checked the plane width of a
+            // configuration laid out for one.
+            unsafe {
+                $kernel::launch_unchecked::<I, A, O, R>(
+                    client,
+                    count,
+                    $dim,
+                    line_a as usize,
+                    line_b as usize,
+                    a,
+                    b,
+                    c,
+                    args.view(0),
+                    args.view(1),
+                    args.view(2),
+                    args.dims(),
+                    $crate::ladder::args::scalar::<A>(args.alpha),
+                    $crate::ladder::args::scalar::<A>(args.beta),
+                    packed_bf16,
+                    *$config,
+                    line_a,
+                    line_b,
+                )
+            }
+        }
+
+        fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+            config: &Self::Config,
+            kernel: $crate::ladder::Expand,
+            packed_bf16: bool,
+        ) -> CubeDim {
+            let $config = config;
+            let line = kernel.line;
+            let mut kernel = kernel;
+            kernel.register_size::<$kernel::NA>(line as usize);
+            kernel.register_size::<$kernel::NB>(line as usize);
+            let t = kernel.typed_with::<Vector<I, $kernel::NA>, Vector<I, $kernel::NB>, A, O>();
+            let [va, vb, vc] = t.views;
+            $kernel::expand::<I, A, O, $kernel::NA, $kernel::NB>(
+                t.scope,
+                line as usize,
+                line as usize,
+                t.a,
+                t.b,
+                t.c,
+                va,
+                vb,
+                vc,
+                t.dims,
+                t.alpha,
+                t.beta,
+                packed_bf16,
+                *$config,
+                line,
+                line,
+            );
+            $dim
+        }
+    };
+}
+pub(crate) use glue_lines;
+
 /// Reads `key=value:...` settings: the values of `keys`, in that order, each given once. (Not
 /// commas: lists of kernels are comma-separated.)
 pub fn parse_settings(text: &str, keys: &[&str]) -> Result<Vec<u32>, String> {
