@@ -681,16 +681,38 @@ fn without_any_adapter_run_says_so_and_still_verifies_the_cpu_path() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
+/// Whether the dynamic loader finds every one of `libs`: in `folders`, in `LD_LIBRARY_PATH`
+/// (containers mount drivers elsewhere) or through ld.so's cache.
+#[cfg(any(feature = "cuda", feature = "hip"))]
+fn loader_finds(libs: &[&str], folders: &[&str]) -> bool {
+    let ld_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let dirs: Vec<&str> = folders
+        .iter()
+        .copied()
+        .chain(ld_path.split(':').filter(|d| !d.is_empty()))
+        .collect();
+    let cache = Command::new("/sbin/ldconfig")
+        .arg("-p")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default();
+    libs.iter().all(|lib| {
+        cache.contains(&format!("{lib} "))
+            || dirs.iter().any(|dir| Path::new(dir).join(lib).exists())
+    })
+}
+
 /// Whether the NVIDIA driver library is installed (then `--backend cuda` must work, not refuse).
 #[cfg(feature = "cuda")]
 fn nvidia_driver_present() -> bool {
-    [
-        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-        "/usr/lib64/libcuda.so.1",
-        "/usr/lib/wsl/lib/libcuda.so.1",
-    ]
-    .iter()
-    .any(|p| Path::new(p).exists())
+    loader_finds(
+        &["libcuda.so.1"],
+        &[
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib/wsl/lib",
+        ],
+    )
 }
 
 #[test]
@@ -876,13 +898,10 @@ fn compile_check_reports_nvidia_resources_through_nvrtc() {
 /// not refuse).
 #[cfg(feature = "hip")]
 fn rocm_present() -> bool {
-    ["/opt/rocm/lib", "/usr/lib/x86_64-linux-gnu"]
-        .iter()
-        .any(|dir| {
-            ["libamdhip64.so", "libhiprtc.so"]
-                .iter()
-                .all(|lib| Path::new(dir).join(lib).exists())
-        })
+    loader_finds(
+        &["libamdhip64.so", "libhiprtc.so"],
+        &["/opt/rocm/lib", "/usr/lib/x86_64-linux-gnu"],
+    )
 }
 
 #[cfg(not(feature = "hip"))]

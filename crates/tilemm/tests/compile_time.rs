@@ -1,12 +1,17 @@
 //! JIT compilation is measured on its own (its own test binary: a process whose kernel cache
 //! no other test has filled).
 
-use tilemm::{Backend, GpuSession, Kernel, Plan, Problem};
+mod common;
+
+use tilemm::{GpuSession, Kernel, Plan, Problem};
 
 #[test]
 fn compiling_is_measured_once_and_later_launches_reuse_the_kernel() {
-    let gpu = GpuSession::open(Backend::Wgpu, None).unwrap_or_else(|e| {
-        panic!("this test compiles a kernel on a wgpu device and found none: {e}")
+    let gpu = GpuSession::open(common::backend(), None).unwrap_or_else(|e| {
+        panic!(
+            "this test compiles a kernel on a {} device and found none: {e}",
+            common::backend()
+        )
     });
     let plan = Plan::default_for(Kernel::Tiled);
     let problem = Problem::new(64, 64, 64).unwrap();

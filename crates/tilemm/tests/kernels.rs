@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use tilemm::backend::list_devices;
 use tilemm::verify::Reference;
 use tilemm::{
-    inputs, Backend, DType, Error, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape,
+    inputs, DType, Error, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape,
     Unavailable,
 };
 
@@ -311,7 +311,9 @@ fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integer
         max_binding_bytes: 2048,
         ..gpu().info().limits
     };
-    let small = GpuSession::open(Backend::Wgpu, None).unwrap().limit(limits);
+    let small = GpuSession::open(common::backend(), None)
+        .unwrap()
+        .limit(limits);
     let mut problems = contract_problems();
     for (m, k, n, beta) in [(4, 700, 3, 0.0), (3, 900, 5, -1.5)] {
         let p = Shape {
@@ -447,7 +449,7 @@ fn the_device_is_granted_the_adapters_limits_not_wgpus_defaults() {
     // what the adapter offers: tilemm requests all of it. wgpu's defaults are 16 KiB of shared
     // memory and 256 invocations per workgroup; TPB=32 needs 1024.
     let granted = gpu().info();
-    let offered = &list_devices(Backend::Wgpu)[granted.index];
+    let offered = &list_devices(common::backend())[granted.index];
     assert_eq!(granted.limits, offered.limits, "{granted:?}");
     assert!(granted.limits.max_units_per_cube >= 1024, "{granted:?}");
     assert!(granted.limits.max_shared_bytes > 16384, "{granted:?}");

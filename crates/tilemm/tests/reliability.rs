@@ -10,8 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::verify::Reference;
 use tilemm::{
-    inputs, Backend, DType, DeviceLimits, GpuSession, HostData, MatrixDesc, Plan, Precision,
-    Problem, Shape,
+    inputs, DType, DeviceLimits, GpuSession, HostData, MatrixDesc, Plan, Precision, Problem, Shape,
 };
 
 /// The precisions the device computes.
@@ -40,7 +39,9 @@ fn small_bindings() -> &'static GpuSession {
             max_binding_bytes: 4096,
             ..gpu().info().limits
         };
-        GpuSession::open(Backend::Wgpu, None).unwrap().limit(limits)
+        GpuSession::open(common::backend(), None)
+            .unwrap()
+            .limit(limits)
     })
 }
 

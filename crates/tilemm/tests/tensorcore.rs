@@ -161,10 +161,12 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
     let mut rng = StdRng::seed_from_u64(5);
     // K past one launch's loop-trip bound: the second slab continues C's sum (β = 1 on the
     // device). Entries in {-1, 0, 1} keep every partial sum an integer below 2²⁴ in f32.
+    // One launch covers LOOP_TRIP_LIMIT fragments of K: 8 deep on lavapipe, 16 on CUDA.
     let plan = &runnable[0];
+    let k = plan.k_per_launch(&probe) as usize + 333;
     let long = Shape {
         precision: f16_in(DType::F32),
-        ..Shape::new(3, 262_221, 2)
+        ..Shape::new(3, k, 2)
     }
     .problem()
     .unwrap();
@@ -183,7 +185,7 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
         .unwrap();
     assert!(
         check.pass && check.all_exact(),
-        "{plan}, K = 262221: {check:?}"
+        "{plan}, K = {k}: {check:?}"
     );
 
     for plan in &runnable {

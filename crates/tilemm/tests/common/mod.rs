@@ -6,12 +6,26 @@ use std::sync::OnceLock;
 
 use tilemm::{Backend, GpuSession, Kernel, MatrixDesc, Plan, Precision, Problem};
 
-/// The wgpu device the tests run on (lavapipe on machines without a GPU), opened once.
+/// The backend the tests run on: wgpu (lavapipe on machines without a GPU), unless
+/// `TILEMM_TEST_BACKEND` names another (`cuda`, `hip`) in a build with that feature.
+pub fn backend() -> Backend {
+    match std::env::var("TILEMM_TEST_BACKEND") {
+        Ok(name) => name
+            .parse()
+            .unwrap_or_else(|e| panic!("TILEMM_TEST_BACKEND={name}: {e}")),
+        Err(_) => Backend::Wgpu,
+    }
+}
+
+/// The device the tests run on ([`backend`]'s first), opened once.
 pub fn gpu() -> &'static GpuSession {
     static GPU: OnceLock<GpuSession> = OnceLock::new();
     GPU.get_or_init(|| {
-        GpuSession::open(Backend::Wgpu, None).unwrap_or_else(|e| {
-            panic!("these tests run the kernels on a wgpu device and found none: {e}")
+        GpuSession::open(backend(), None).unwrap_or_else(|e| {
+            panic!(
+                "these tests run the kernels on a {} device and found none: {e}",
+                backend()
+            )
         })
     })
 }
