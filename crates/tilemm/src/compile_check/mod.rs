@@ -68,7 +68,12 @@ pub struct ResourceUsage {
 impl ResourceUsage {
     /// Whether a spill breaks the plan's promise not to spill.
     pub fn forbidden_spill(&self) -> bool {
-        self.spills > 0 && !self.plan.config.may_spill_in(self.precision)
+        let allowed = if self.arch.starts_with("gfx") {
+            self.plan.config.may_spill_on_amd(self.precision)
+        } else {
+            self.plan.config.may_spill_in(self.precision)
+        };
+        self.spills > 0 && !allowed
     }
 
     /// Whether the main loop's FMA share falls short of the floor the plan is built for, on

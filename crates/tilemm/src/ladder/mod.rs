@@ -52,6 +52,11 @@ pub trait Rung {
     fn may_spill_in(config: &Self::Config, _precision: Precision) -> bool {
         Self::may_spill(config)
     }
+    /// [`Rung::may_spill_in`] under AMD's compiler, where a rung may run out of registers
+    /// that fit on NVIDIA: the compile check uses it for `gfx` targets.
+    fn may_spill_on_amd(config: &Self::Config, precision: Precision) -> bool {
+        Self::may_spill_in(config, precision)
+    }
     /// Whether the configuration computes `precision` on any device: a rung built on matrix
     /// units takes only the input types those multiply.
     fn computes(_config: &Self::Config, _precision: Precision) -> bool {
@@ -523,6 +528,12 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c),)* }
             }
 
+            /// Whether it may spill registers on an AMD GPU in `precision` (see
+            /// [`Rung::may_spill_on_amd`]).
+            pub fn may_spill_on_amd(&self, precision: Precision) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill_on_amd(c, precision),)* }
+            }
+
             /// Whether it may spill registers on a GPU in `precision` (see [`Rung::may_spill_in`]).
             pub fn may_spill_in(&self, precision: Precision) -> bool {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill_in(c, precision),)* }
@@ -596,6 +607,7 @@ registry! {
     blocktile1d::Blocktile1d => Blocktile1d,
     blocktile2d::Blocktile2d => Blocktile2d,
     vectorized::Vectorized => Vectorized,
+    warptile::Warptile => Warptile,
     register::Register => Register,
     broadcast::Broadcast => Broadcast,
     tensorcore::Tensorcore => Tensorcore,

@@ -14,25 +14,30 @@ use crate::problem::{Precision, Problem};
 /// Elements per vector in the shared tiles.
 const WIDTH: u32 = 4;
 
-/// Stages A's BM×BK tile at (`row0`, `k0`) transposed, as vectors of 4 rows: vector
-/// `k·BM/4 + r/4` holds rows `r..r+4` at k. Each vector is gathered from 4 elements of a column
-/// of A; with a row-major A consecutive units take consecutive k, so a warp's loads run along
-/// rows. Elements past an edge are zeros.
+/// Fetches this unit's share of A's BM×BK tile at (`row0`, `k0`) into `regs`, as vectors of 4
+/// rows at one k, for [`put_a`] to store transposed: vector `k·BM/4 + r/4` of the tile holds
+/// rows `r..r+4` at k. Each vector is gathered from 4 elements of a column of A; with a
+/// row-major A consecutive units take consecutive k, so a warp's loads run along rows. Elements
+/// past an edge are zeros. Split from the store so that a double-buffered rung can compute
+/// while the loads are in flight. The tile starts inside the slab (`k0 < k_end`) and inside
+/// C's rows.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_a<I: Scalar, A: Float, N: Size>(
+pub(super) fn fetch_a<I: Scalar, A: Float, N: Size>(
     a: &Array<I>,
     va: &View,
-    tile: &mut SharedMemory<Vector<A, N>>,
+    regs: &mut Array<Vector<A, N>>,
     batch: u32,
     row0: u32,
     k0: u32,
     dims: &Dims,
-    #[comptime] config: VectorizedConfig,
+    #[comptime] bm: u32,
+    #[comptime] bk: u32,
+    #[comptime] units: u32,
     #[comptime] by_cols: bool,
     #[comptime] packed_bf16: bool,
 ) {
-    let (bm4, bk, units) = comptime!((config.bm / WIDTH, config.bk, config.units()));
+    let bm4 = comptime!(bm / WIDTH);
     #[unroll]
     for i in 0..comptime!(bm4 * bk / units) {
         let v = i * units + UNIT_POS;
@@ -42,39 +47,65 @@ fn stage_a<I: Scalar, A: Float, N: Size>(
             (v / bk, v % bk)
         };
         let mut vector = Vector::<A, N>::empty();
-        // One index per vector, stepped by the row stride: the loads differ by e·stride.
-        let base = at(va, batch, row0 + r4 * WIDTH, k0 + k);
-        let k_inside = k0 + k < dims.k_end;
         #[unroll]
         for e in 0..WIDTH {
-            let mut value = A::new(0.0);
-            if k_inside && row0 + r4 * WIDTH + e < dims.m {
-                let index = base + (e * va.row_stride) as usize;
-                value = load::<I, A>(a, index, packed_bf16);
-            }
-            vector[e as usize] = value;
+            let row = row0 + r4 * WIDTH + e;
+            // Past an edge the load reads the last row or k instead and the value is replaced
+            // by zero: no branch around a load.
+            let kc = (k0 + k).min(dims.k_end - 1);
+            let index = at(va, batch, row.min(dims.m - 1), kc);
+            let value = load::<I, A>(a, index, packed_bf16);
+            let inside = k0 + k < dims.k_end && row < dims.m;
+            vector[e as usize] = select(inside, value, A::new(0.0));
         }
-        tile[(k * bm4 + r4) as usize] = vector;
+        regs[i as usize] = vector;
     }
 }
 
-/// Stages B's BK×BN tile at (`k0`, `col0`) row by row, as vectors of 4 columns: vector
-/// `k·BN/4 + c/4` holds columns `c..c+4` of row k. Elements past an edge are zeros.
+/// Stores what [`fetch_a`] fetched into the A tile that starts at vector `offset` of `tile`.
+#[cube]
+pub(super) fn put_a<A: Float, N: Size>(
+    regs: &Array<Vector<A, N>>,
+    tile: &mut SharedMemory<Vector<A, N>>,
+    offset: u32,
+    #[comptime] bm: u32,
+    #[comptime] bk: u32,
+    #[comptime] units: u32,
+    #[comptime] by_cols: bool,
+) {
+    let bm4 = comptime!(bm / WIDTH);
+    #[unroll]
+    for i in 0..comptime!(bm4 * bk / units) {
+        let v = i * units + UNIT_POS;
+        let (r4, k) = if comptime!(by_cols) {
+            (v % bm4, v / bm4)
+        } else {
+            (v / bk, v % bk)
+        };
+        tile[(offset + k * bm4 + r4) as usize] = regs[i as usize];
+    }
+}
+
+/// Fetches this unit's share of B's BK×BN tile at (`k0`, `col0`) into `regs`, as vectors of 4
+/// columns of one row, for [`put_b`]: vector `k·BN/4 + c/4` of the tile holds columns
+/// `c..c+4` of row k. Elements past an edge are zeros.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_b<I: Scalar, A: Float, N: Size>(
+pub(super) fn fetch_b<I: Scalar, A: Float, N: Size>(
     b: &Array<I>,
     vb: &View,
-    tile: &mut SharedMemory<Vector<A, N>>,
+    regs: &mut Array<Vector<A, N>>,
     batch: u32,
     k0: u32,
     col0: u32,
     dims: &Dims,
-    #[comptime] config: VectorizedConfig,
+    #[comptime] bn: u32,
+    #[comptime] bk: u32,
+    #[comptime] units: u32,
     #[comptime] by_cols: bool,
     #[comptime] packed_bf16: bool,
 ) {
-    let (bn4, bk, units) = comptime!((config.bn / WIDTH, config.bk, config.units()));
+    let bn4 = comptime!(bn / WIDTH);
     #[unroll]
     for i in 0..comptime!(bk * bn4 / units) {
         let v = i * units + UNIT_POS;
@@ -84,18 +115,40 @@ fn stage_b<I: Scalar, A: Float, N: Size>(
             (v / bn4, v % bn4)
         };
         let mut vector = Vector::<A, N>::empty();
-        let base = at(vb, batch, k0 + k, col0 + c4 * WIDTH);
-        let k_inside = k0 + k < dims.k_end;
         #[unroll]
         for e in 0..WIDTH {
-            let mut value = A::new(0.0);
-            if k_inside && col0 + c4 * WIDTH + e < dims.n {
-                let index = base + (e * vb.col_stride) as usize;
-                value = load::<I, A>(b, index, packed_bf16);
-            }
-            vector[e as usize] = value;
+            let col = col0 + c4 * WIDTH + e;
+            let kc = (k0 + k).min(dims.k_end - 1);
+            let index = at(vb, batch, kc, col.min(dims.n - 1));
+            let value = load::<I, A>(b, index, packed_bf16);
+            let inside = k0 + k < dims.k_end && col < dims.n;
+            vector[e as usize] = select(inside, value, A::new(0.0));
         }
-        tile[(k * bn4 + c4) as usize] = vector;
+        regs[i as usize] = vector;
+    }
+}
+
+/// Stores what [`fetch_b`] fetched into the B tile that starts at vector `offset` of `tile`.
+#[cube]
+pub(super) fn put_b<A: Float, N: Size>(
+    regs: &Array<Vector<A, N>>,
+    tile: &mut SharedMemory<Vector<A, N>>,
+    offset: u32,
+    #[comptime] bn: u32,
+    #[comptime] bk: u32,
+    #[comptime] units: u32,
+    #[comptime] by_cols: bool,
+) {
+    let bn4 = comptime!(bn / WIDTH);
+    #[unroll]
+    for i in 0..comptime!(bk * bn4 / units) {
+        let v = i * units + UNIT_POS;
+        let (k, c4) = if comptime!(by_cols) {
+            (v % bk, v / bk)
+        } else {
+            (v / bn4, v % bn4)
+        };
+        tile[(offset + k * bn4 + c4) as usize] = regs[i as usize];
     }
 }
 
@@ -135,36 +188,45 @@ pub fn vectorized_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
     }
     let mut av = Array::<Vector<A, N>>::new(comptime!(tm4 as usize));
     let mut bv = Array::<Vector<A, N>>::new(comptime!(tn4 as usize));
+    let units = comptime!(config.units());
+    let mut fa = Array::<Vector<A, N>>::new(comptime!((bm4 * bk / units) as usize));
+    let mut fb = Array::<Vector<A, N>>::new(comptime!((bk * bn4 / units) as usize));
 
     // Every unit runs every trip (it takes part in the barriers); at most LOOP_TRIP_LIMIT of
     // them (k_per_trip = BK): the host splits K.
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     for t in 0..tiles {
         let k0 = dims.k_begin + t * bk;
-        stage_a::<I, A, N>(
+        fetch_a::<I, A, N>(
             a,
             &va,
-            &mut tile_a,
+            &mut fa,
             batch,
             row0,
             k0,
             &dims,
-            config,
+            bm,
+            bk,
+            units,
             layouts.a_by_cols,
             packed_bf16,
         );
-        stage_b::<I, A, N>(
+        put_a::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, layouts.a_by_cols);
+        fetch_b::<I, A, N>(
             b,
             &vb,
-            &mut tile_b,
+            &mut fb,
             batch,
             k0,
             col0,
             &dims,
-            config,
+            bn,
+            bk,
+            units,
             layouts.b_by_cols,
             packed_bf16,
         );
+        put_b::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, layouts.b_by_cols);
         sync_cube();
 
         #[unroll]
