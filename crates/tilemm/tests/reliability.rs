@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{gpu, rung_plans};
+use common::{gpu, rung_plans, runs};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -158,7 +158,9 @@ proptest! {
     #[test]
     fn random_products_meet_the_bound(case in cases()) {
         let p = case.problem();
-        let plans = rung_plans();
+        // The rungs that run this precision here (f64 doubles the warp-tiled rung's shared
+        // memory past what lavapipe and CUDA allow: refused, tested in tests/kernels.rs).
+        let plans: Vec<_> = rung_plans().into_iter().filter(|plan| runs(plan, &p)).collect();
         let plan = plans[case.plan % plans.len()];
         let gpu = if case.panels { small_bindings() } else { gpu() };
         let ops = inputs::random_operands(&p, case.seed).unwrap();
