@@ -379,6 +379,80 @@ macro_rules! glue_lines {
 }
 pub(crate) use glue_lines;
 
+/// [`glue!`] for a kernel that stages A and B through shared memory in vectors of a fixed
+/// `$width` (its `Size` parameter `N`) and takes its configuration and the operands'
+/// [`args::Layouts`] as comptime arguments.
+macro_rules! glue_staged {
+    ($kernel:ident, $width:expr, |$config:ident| dim: $dim:expr) => {
+        fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+            config: &Self::Config,
+            launch: $crate::ladder::Launch<'_, R>,
+            packed_bf16: bool,
+        ) {
+            let $crate::ladder::Launch {
+                client,
+                count,
+                buffers: [a, b, c],
+                args,
+            } = launch;
+            let $config = config;
+            // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
+            // covers C once, and every access is guarded by m, n and the slab's end.
+            unsafe {
+                $kernel::launch_unchecked::<I, A, O, R>(
+                    client,
+                    count,
+                    $dim,
+                    $width as usize,
+                    a,
+                    b,
+                    c,
+                    args.view(0),
+                    args.view(1),
+                    args.view(2),
+                    args.dims(),
+                    $crate::ladder::args::scalar::<A>(args.alpha),
+                    $crate::ladder::args::scalar::<A>(args.beta),
+                    packed_bf16,
+                    *$config,
+                    args.layouts(),
+                )
+            }
+        }
+
+        fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+            config: &Self::Config,
+            kernel: $crate::ladder::Expand,
+            packed_bf16: bool,
+        ) -> CubeDim {
+            let $config = config;
+            let layouts = kernel.layouts;
+            let mut kernel = kernel;
+            kernel.register_size::<$kernel::N>($width as usize);
+            let t = kernel.typed::<I, A, O>();
+            let [va, vb, vc] = t.views;
+            $kernel::expand::<I, A, O, $kernel::N>(
+                t.scope,
+                $width as usize,
+                t.a,
+                t.b,
+                t.c,
+                va,
+                vb,
+                vc,
+                t.dims,
+                t.alpha,
+                t.beta,
+                packed_bf16,
+                *$config,
+                layouts,
+            );
+            $dim
+        }
+    };
+}
+pub(crate) use glue_staged;
+
 /// Reads `key=value:...` settings: the values of `keys`, in that order, each given once. (Not
 /// commas: lists of kernels are comma-separated.)
 pub fn parse_settings(text: &str, keys: &[&str]) -> Result<Vec<u32>, String> {
