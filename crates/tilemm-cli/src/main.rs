@@ -112,6 +112,15 @@ fn run_kernel_help() -> String {
     )
 }
 
+/// A peak rate in GFLOPS: finite and positive.
+fn peak_gflops(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|g| g.is_finite() && *g > 0.0)
+        .ok_or_else(|| format!("'{s}' is not a positive number of GFLOPS"))
+}
+
 /// A tuning budget in seconds: finite and not negative.
 fn budget(s: &str) -> Result<f64, String> {
     s.trim()
@@ -203,6 +212,16 @@ struct BenchArgs {
     /// Timed runs per measurement (after one warm-up run).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
+    /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32) or f64. Rungs that do
+    /// not compute it are left out with a note (named ones are refused), and so are peers that
+    /// do not (cubek-matmul and the vendor BLAS are measured in f32 only).
+    #[arg(long, default_value = "f32")]
+    dtype: DType,
+    /// The device's peak GFLOPS for --dtype, for the "% peak" column where tilemm's datasheet
+    /// table does not know the device (or to measure against another figure, such as the peak
+    /// at the clock the device sustains). Default: the datasheet figure, where known.
+    #[arg(long, value_name = "GFLOPS", value_parser = peak_gflops, allow_negative_numbers = true)]
+    peak: Option<f64>,
     #[command(flatten)]
     target: DeviceArgs,
     #[command(flatten)]
@@ -590,18 +609,43 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     } else {
         args.sizes.clone()
     };
+    let precision = Precision::of(args.dtype);
     let problems = sizes
         .iter()
-        .map(|&Size(m, k, n)| Problem::new(m, k, n))
+        .map(|&Size(m, k, n)| {
+            Shape {
+                precision,
+                ..Shape::new(m, k, n)
+            }
+            .problem()
+        })
         .collect::<tilemm::Result<Vec<_>>>()?;
-    let peers = if args.peers && gpu.is_some() {
+    let peers = if args.peers && gpu.is_some() && precision == Precision::F32 {
         tilemm::peers::CubekStrategy::ALL.to_vec()
     } else {
-        if args.peers {
+        if args.peers && gpu.is_none() {
             notes.push("--peers: no GPU device, so no cubek-matmul peer is measured".into());
+        } else if args.peers {
+            notes.push(format!(
+                "--peers: cubek-matmul is measured in f32 only, so not in {}",
+                args.dtype
+            ));
         }
         Vec::new()
     };
+    // The vendor BLAS is measured in f32 only.
+    let vendor = gpu.is_some() && precision == Precision::F32;
+    if gpu.as_ref().is_some_and(|g| g.backend() != Backend::Wgpu) && !vendor {
+        notes.push(format!(
+            "the vendor BLAS is measured in f32 only, so not in {}",
+            args.dtype
+        ));
+    }
+    // What "% peak" divides by: the figure given, else the device's datasheet figure.
+    let peak = args.peak.and_then(tilemm::peak::given).or_else(|| {
+        gpu.as_ref()
+            .and_then(|g| tilemm::peak::datasheet(&g.info().name, precision))
+    });
     // Rungs measured by default whose default configuration the device cannot run (laid out
     // for planes of another width) are measured in the first configuration it runs; those it
     // cannot run at all (matrix units it lacks, a precision they do not compute) are left out
@@ -651,7 +695,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         references.push(plan_host_memory(
             problem,
             info,
-            plans.len() + usize::from(auto) + peers.len() + 2,
+            plans.len() + usize::from(auto) + peers.len() + 1 + usize::from(vendor),
         )?);
     }
     let format = if args.json {
@@ -676,22 +720,38 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 ),
                 None => say!("device: CPU only"),
             }
+            match &peak {
+                Some(p) => say!(
+                    "peak: {:.0} GFLOPS in {} ({}); \"% peak\" is of the GPU's",
+                    p.gflops,
+                    args.dtype,
+                    p.source
+                ),
+                None if gpu.is_some() => say!(
+                    "peak: not known for this device in {} (give one with --peak)",
+                    args.dtype
+                ),
+                None => {}
+            }
             say!(
-                "{:<16} {:<40} {:>11} {:>11} {:>10}  {:<18} check",
+                "{:<16} {:<40} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
                 "size",
                 "implementation",
                 "median ms",
                 "min ms",
                 "GFLOPS",
+                "% peak",
                 "timing"
             );
         }
-        Format::Csv => say!("m,k,n,implementation,median_ms,min_ms,gflops,timing,verified"),
+        Format::Csv => say!(
+            "m,k,n,dtype,implementation,median_ms,min_ms,gflops,percent_of_peak,timing,verified"
+        ),
         Format::Json => {}
     }
     let repeat = usize::from(args.repeat);
     let per_size = if gpu.is_some() {
-        plans.len() + usize::from(auto) + peers.len() + 2
+        plans.len() + usize::from(auto) + peers.len() + 1 + usize::from(vendor)
     } else {
         1
     };
@@ -757,7 +817,10 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             }
             // The vendor library on the same device and matrices: the bar the ladder climbs to.
             step("vendor BLAS");
-            match vendor_baseline(gpu, &work, repeat) {
+            match vendor
+                .then(|| vendor_baseline(gpu, &work, repeat))
+                .flatten()
+            {
                 Some(Ok(baseline)) => rows.push(baseline),
                 Some(Err(err)) => {
                     let note = format!(
@@ -772,35 +835,43 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 }
                 None => {}
             }
-            bar.inc(1);
+            bar.inc(usize::from(vendor) as u64);
+        }
+        // Every GPU row against the GPU's peak; the CPU's is not known.
+        for row in &mut rows {
+            row.percent_of_peak = peak.as_ref().map(|p| p.percent(row.gflops));
         }
         step("cpu");
         rows.push(bench::cpu_gemm(&work, repeat)?);
         bar.inc(1);
         for m in &rows {
             let check = if m.verified { "PASS" } else { "FAIL" };
+            let percent = m.percent_of_peak;
             match format {
                 Format::Table => bar.suspend(|| {
                     say(format_args!(
-                        "{:<16} {:<40} {:>11.3} {:>11.3} {:>10.2}  {:<18} {check}",
+                        "{:<16} {:<40} {:>11.3} {:>11.3} {:>10.2} {:>7}  {:<18} {check}",
                         size_name(problem),
                         m.implementation,
                         m.median_ms,
                         m.min_ms,
                         m.gflops,
+                        percent.map_or("—".into(), |p| format!("{p:.1}")),
                         m.timing,
                     ))
                 })?,
                 Format::Csv => bar.suspend(|| {
                     say(format_args!(
-                        "{},{},{},\"{}\",{},{},{},{},{}",
+                        "{},{},{},{},\"{}\",{},{},{},{},{},{}",
                         problem.m,
                         problem.k,
                         problem.n,
+                        args.dtype,
                         m.implementation.replace('"', "\"\""),
                         m.median_ms,
                         m.min_ms,
                         m.gflops,
+                        percent.map_or(String::new(), |p| p.to_string()),
                         m.timing,
                         m.verified
                     ))
@@ -815,6 +886,8 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         let object = serde_json::json!({
             "device": gpu.as_ref().map(|g| g.info()),
             "backend": gpu.as_ref().map_or(Backend::Cpu, |g| g.backend()),
+            "dtype": args.dtype,
+            "peak": peak,
             "notes": notes,
             "tuning": tunings,
             "measurements": all,
@@ -826,8 +899,8 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     }
     if let Some(stem) = &args.plot {
         let title = match &gpu {
-            Some(g) => format!("tilemm bench, {}, f32", g.info().name),
-            None => "tilemm bench, CPU, f32".into(),
+            Some(g) => format!("tilemm bench, {}, {}", g.info().name, args.dtype),
+            None => format!("tilemm bench, CPU, {}", args.dtype),
         };
         let written = plot::write(stem, &title, &all).map_err(tilemm::Error::View)?;
         if format == Format::Table {

@@ -77,6 +77,17 @@ fn assert_one_line_refusal(out: &Output, what: &str, expected: &[&str]) {
     }
 }
 
+/// A CSV line's fields, split at commas outside quotes (implementations' names have some).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut quoted = false;
+    line.split(|c| {
+        quoted ^= c == '"';
+        c == ',' && !quoted
+    })
+    .map(str::to_owned)
+    .collect()
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -588,26 +599,17 @@ fn bench_tunes_auto_writes_csv_and_a_plot() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("m,k,n,implementation,median_ms,min_ms,gflops,timing,verified")
+        Some("m,k,n,dtype,implementation,median_ms,min_ms,gflops,percent_of_peak,timing,verified")
     );
-    // Fields split at commas outside quotes.
-    let fields = |line: &str| {
-        let mut quoted = false;
-        line.split(|c| {
-            quoted ^= c == '"';
-            c == ',' && !quoted
-        })
-        .map(str::to_owned)
-        .collect::<Vec<_>>()
-    };
-    let rows: Vec<Vec<String>> = lines.map(fields).collect();
+    let rows: Vec<Vec<String>> = lines.map(csv_fields).collect();
     // auto, naive and the CPU at each size.
     assert_eq!(rows.len(), 6, "{text}");
     assert!(
-        rows.iter().all(|r| r.len() == 9 && r[8] == "true"),
+        rows.iter()
+            .all(|r| r.len() == 11 && r[3] == "f32" && r[10] == "true"),
         "{text}"
     );
-    assert!(rows[0][3].starts_with("\"auto → "), "{text}");
+    assert!(rows[0][4].starts_with("\"auto → "), "{text}");
     assert_eq!(rows[3][..3], ["24", "40", "8"]);
     for (path, magic) in [("sweep.svg", &b"<svg"[..]), ("sweep.png", &b"\x89PNG"[..])] {
         let bytes = std::fs::read(dir.path().join(path)).unwrap();
@@ -618,6 +620,61 @@ fn bench_tunes_auto_writes_csv_and_a_plot() {
         &["bench", "--plot", "/nonexistent/dir/sweep"],
         &["/nonexistent/dir", "does not exist"],
     );
+}
+
+#[test]
+fn bench_measures_other_dtypes_and_each_gpu_row_against_the_peak_given() {
+    let out = tilemm(&[
+        "bench",
+        "--csv",
+        "--sizes",
+        "40x70x24",
+        "--repeat",
+        "1",
+        "--dtype",
+        "f16",
+        "--kernels",
+        "naive,register",
+        "--peak",
+        "50",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let rows: Vec<Vec<String>> = text.lines().skip(1).map(csv_fields).collect();
+    // naive, register and the CPU, all in f16 and verified.
+    assert_eq!(rows.len(), 3, "{text}");
+    for row in &rows {
+        assert_eq!((&*row[3], &*row[10]), ("f16", "true"), "{text}");
+    }
+    for row in &rows[..2] {
+        let gflops: f64 = row[7].parse().unwrap();
+        let percent: f64 = row[8].parse().unwrap();
+        assert!(
+            (percent - 2.0 * gflops).abs() <= 1e-9 * percent.max(1.0),
+            "{text}"
+        );
+    }
+    // The CPU is not measured against the GPU's peak.
+    assert_eq!(rows[2][8], "", "{text}");
+    assert_refused(&["bench", "--peak", "0"], &["--peak"]);
+    assert_refused(&["bench", "--dtype", "f8"], &["--dtype"]);
+}
+
+#[test]
+fn bench_refuses_a_named_rung_that_does_not_compute_the_dtype() {
+    // The tensor-core rung takes 16-bit inputs only.
+    let out = tilemm(&[
+        "bench",
+        "--sizes",
+        "16",
+        "--repeat",
+        "1",
+        "--dtype",
+        "f64",
+        "--kernels",
+        "tensorcore",
+    ]);
+    assert_one_line_refusal(&out, "bench", &["tensorcore"]);
 }
 
 #[cfg(feature = "peers")]

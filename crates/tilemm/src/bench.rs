@@ -55,6 +55,8 @@ pub struct Measurement {
     pub min_ms: f64,
     /// GFLOPS at the median.
     pub gflops: f64,
+    /// The GFLOPS as a percentage of the device's peak, where known (see [`crate::peak`]).
+    pub percent_of_peak: Option<f64>,
     /// Whether the result met the verification bound.
     pub verified: bool,
 }
@@ -79,6 +81,7 @@ pub(crate) fn measurement(
         timing,
         min_ms: sorted[0],
         gflops: problem.flops() / (median_ms * 1e-3) / 1e9,
+        percent_of_peak: None,
         median_ms,
         samples_ms,
         verified,

@@ -40,6 +40,7 @@ pub mod host;
 pub mod inputs;
 pub mod ladder;
 pub mod panels;
+pub mod peak;
 pub mod peers;
 pub mod plan;
 pub mod problem;
