@@ -1,6 +1,6 @@
 //! The `tilemm` binary as a user meets it: reports, files, exit codes and one-line errors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use tilemm::inputs::{read_matrix, write_matrix};
@@ -1204,6 +1204,62 @@ fn the_report_measures_compilation_on_its_own() {
         + part("launch_ms")
         + part("download_ms");
     assert!((part("total_ms") - sum).abs() < 1e-6 * sum.max(1.0), "{r}");
+}
+
+/// The files under `dir` named `name`, with their sizes.
+fn files_named(dir: &Path, name: &str) -> Vec<(PathBuf, u64)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_named(&path, name));
+        } else if entry.file_name() == name {
+            found.push((path.clone(), entry.metadata().unwrap().len()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_second_process_loads_the_kernels_the_first_compiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = [("TILEMM_CACHE_DIR", dir.path().to_str().unwrap())];
+    let args = [
+        "run", "--kernel", "register", "-m", "20", "-k", "30", "-n", "12",
+    ];
+    let run = || {
+        let out = tilemm_with_env(&args, &cache);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+        assert!(text.contains("result      PASS"), "{text}");
+        assert!(!text.contains("not kept"), "{text}");
+        files_named(&dir.path().join("kernels"), "chunk0.cbor")
+    };
+    // CubeCL's compilation cache (SPIR-V on Vulkan), kept per build of tilemm.
+    let first = run();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(first[0].1 > 0, "{first:?}");
+    // A kernel compiled again would be appended: the second process loaded it.
+    assert_eq!(run(), first);
+}
+
+#[test]
+fn a_cache_directory_that_cannot_hold_kernels_is_a_note_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-directory");
+    std::fs::write(&file, b"x").unwrap();
+    let out = tilemm_with_env(
+        &["run", "--kernel", "naive", "-m", "9", "-k", "5", "-n", "7"],
+        &[("TILEMM_CACHE_DIR", file.to_str().unwrap())],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("compiled kernels are not kept for the next process")
+            && text.contains("not-a-directory"),
+        "{text}"
+    );
+    assert!(text.contains("result      PASS"), "{text}");
 }
 
 #[test]

@@ -29,6 +29,7 @@
 pub mod array;
 pub mod backend;
 pub mod bench;
+pub mod cache;
 pub mod compile_check;
 pub mod cpu;
 pub mod device;

@@ -89,11 +89,7 @@ impl Default for TuneOptions {
 /// The cache file: `$TILEMM_CACHE_DIR/tuning.json`, else `tilemm/tuning.json` under the user's
 /// cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
 pub fn default_cache_file() -> Option<PathBuf> {
-    let dir = match std::env::var_os("TILEMM_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => dirs::cache_dir()?.join("tilemm"),
-    };
-    Some(dir.join("tuning.json"))
+    Some(crate::cache::dir()?.join("tuning.json"))
 }
 
 /// Sizes a shape class is anchored at: each of M, K and N rounded to the nearest power of two

@@ -1,5 +1,5 @@
 //! JIT compilation is measured on its own (its own test binary: a process whose kernel cache
-//! no other test has filled).
+//! no other test has filled, with the kernels of earlier processes left out).
 
 mod common;
 
@@ -7,6 +7,9 @@ use tilemm::{GpuSession, Kernel, Plan, Problem};
 
 #[test]
 fn compiling_is_measured_once_and_later_launches_reuse_the_kernel() {
+    // Compiled, not loaded from an earlier process's kernels (the only test of this binary,
+    // so no device is open yet).
+    std::env::set_var("TILEMM_KERNEL_CACHE", "off");
     let gpu = GpuSession::open(common::backend(), None).unwrap_or_else(|e| {
         panic!(
             "this test compiles a kernel on a {} device and found none: {e}",

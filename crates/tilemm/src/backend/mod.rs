@@ -120,6 +120,8 @@ impl GpuSession {
     pub fn open(backend: Backend, index: Option<usize>) -> Result<Self> {
         if backend.is_built() && backend != Backend::Cpu {
             crate::host::ensure_driver_headroom(backend.name())?;
+            // Before CubeCL reads its configuration, with the first client.
+            crate::cache::kernel_cache();
         }
         match backend {
             #[cfg(feature = "wgpu")]
@@ -265,6 +267,23 @@ pub fn list_devices(backend: Backend) -> Vec<DeviceInfo> {
 /// Opens `backend` (device `index`, or its best), or with `None` the best GPU of any backend
 /// built. `Ok(None)` means the CPU alone: asked for, or no GPU found, with a note saying why.
 pub fn open_device(
+    backend: Option<Backend>,
+    index: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Result<Option<GpuSession>> {
+    let session = open_any(backend, index, notes)?;
+    if let (Some(_), crate::cache::KernelCache::Off(why)) = (&session, crate::cache::kernel_cache())
+    {
+        if !why.starts_with("TILEMM_KERNEL_CACHE") {
+            notes.push(format!(
+                "compiled kernels are not kept for the next process: {why}"
+            ));
+        }
+    }
+    Ok(session)
+}
+
+fn open_any(
     backend: Option<Backend>,
     index: Option<usize>,
     notes: &mut Vec<String>,
