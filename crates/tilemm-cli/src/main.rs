@@ -214,7 +214,7 @@ struct BenchArgs {
     repeat: u16,
     /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32) or f64. Rungs that do
     /// not compute it are left out with a note (named ones are refused), and so are peers that
-    /// do not (cubek-matmul and the vendor BLAS are measured in f32 only).
+    /// do not (cubek-matmul and rocBLAS are measured in f32 only; cuBLAS in all four).
     #[arg(long, default_value = "f32")]
     dtype: DType,
     /// The device's peak GFLOPS for --dtype, for the "% peak" column where tilemm's datasheet
@@ -633,11 +633,13 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         }
         Vec::new()
     };
-    // The vendor BLAS is measured in f32 only.
-    let vendor = gpu.is_some() && precision == Precision::F32;
-    if gpu.as_ref().is_some_and(|g| g.backend() != Backend::Wgpu) && !vendor {
+    // cuBLAS is measured in every precision, rocBLAS in f32 only (wgpu has no vendor BLAS).
+    let vendor = gpu
+        .as_ref()
+        .is_some_and(|g| g.backend() == Backend::Cuda || precision == Precision::F32);
+    if gpu.as_ref().is_some_and(|g| g.backend() == Backend::Hip) && !vendor {
         notes.push(format!(
-            "the vendor BLAS is measured in f32 only, so not in {}",
+            "rocBLAS is measured in f32 only, so not in {}",
             args.dtype
         ));
     }
@@ -938,7 +940,7 @@ fn vendor_baseline(
 ) -> Option<tilemm::Result<bench::Measurement>> {
     match gpu.backend() {
         #[cfg(feature = "cuda")]
-        Backend::Cuda => Some(tilemm::vendor_blas::cublas_sgemm(
+        Backend::Cuda => Some(tilemm::vendor_blas::cublas_gemm(
             gpu.info().index,
             work,
             repeat,

@@ -7,38 +7,60 @@ use crate::bench::{measurement, Measurement, Workload};
 #[allow(unused_imports)]
 use crate::inputs::Operands;
 
-/// A and B of `problem` when it is the product the baselines cover so far: dense row-major f32
-/// A·B, one matrix, α = 1, β = 0.
+/// A and B of `problem` when it is the product the baselines cover so far: dense row-major
+/// A·B of `T` (in the precision `T` names), one matrix, α = 1, β = 0.
 #[allow(dead_code)]
-fn dense_f32<'a>(
+fn dense<'a, T: crate::element::Element>(
     problem: &crate::problem::Problem,
     operands: &'a Operands,
-) -> crate::error::Result<(&'a [f32], &'a [f32])> {
-    let dense = *problem == crate::problem::Problem::new(problem.m, problem.k, problem.n)?;
+) -> crate::error::Result<(&'a [T], &'a [T])> {
+    let plain = crate::problem::Shape {
+        precision: crate::problem::Precision::of(T::DTYPE),
+        ..crate::problem::Shape::new(problem.m, problem.k, problem.n)
+    }
+    .problem()?;
     match (
-        dense,
-        operands.a.as_slice::<f32>(),
-        operands.b.as_slice::<f32>(),
+        *problem == plain,
+        operands.a.as_slice::<T>(),
+        operands.b.as_slice::<T>(),
     ) {
         (true, Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(crate::error::Error::View(
-            "the vendor baseline covers dense row-major f32 A·B only, so far".into(),
-        )),
+        _ => Err(crate::error::Error::View(format!(
+            "the vendor baseline covers dense row-major A·B in {} here, so far",
+            T::DTYPE
+        ))),
+    }
+}
+
+/// cuBLAS on CUDA device `index` in `work`'s precision: SGEMM, DGEMM, and GemmEx with f16 or
+/// bf16 inputs and output and f32 computation (tilemm's half precisions).
+#[cfg(feature = "cuda")]
+pub fn cublas_gemm(index: usize, work: &Workload, repeat: usize) -> Result<Measurement> {
+    use crate::problem::DType;
+    match work.problem.precision.input {
+        DType::F32 => cublas::<f32>(index, work, repeat, "cuBLAS sgemm"),
+        DType::F64 => cublas::<f64>(index, work, repeat, "cuBLAS dgemm"),
+        DType::F16 => cublas::<half::f16>(index, work, repeat, "cuBLAS gemmEx f16, f32 compute"),
+        DType::BF16 => cublas::<half::bf16>(index, work, repeat, "cuBLAS gemmEx bf16, f32 compute"),
     }
 }
 #[cfg(any(feature = "cuda", feature = "hip"))]
 use crate::error::{Error, Result};
 
-/// cuBLAS SGEMM on CUDA device `index`: row-major C = A·B computed as column-major
+/// cuBLAS on CUDA device `index` in `T`: row-major C = A·B computed as column-major
 /// Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.
 #[cfg(feature = "cuda")]
-pub fn cublas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Measurement> {
+fn cublas<T>(index: usize, work: &Workload, repeat: usize, name: &str) -> Result<Measurement>
+where
+    T: crate::element::Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+    cudarc::cublas::CudaBlas: cudarc::cublas::Gemm<T>,
+{
     let Workload {
         problem,
         operands,
         reference,
     } = work;
-    let (a, b) = dense_f32(problem, operands)?;
+    let (a, b) = dense::<T>(problem, operands)?;
     use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
     use cudarc::driver::{sys::CUevent_flags, CudaContext};
 
@@ -69,28 +91,28 @@ pub fn cublas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Meas
     let a_dev = stream.clone_htod(a).map_err(|e| error("upload", &e))?;
     let b_dev = stream.clone_htod(b).map_err(|e| error("upload", &e))?;
     let mut c_dev = stream
-        .alloc_zeros::<f32>(m * n)
+        .alloc_zeros::<T>(m * n)
         .map_err(|e| error("alloc", &e))?;
-    let config = GemmConfig {
+    let config = GemmConfig::<T> {
         transa: cublasOperation_t::CUBLAS_OP_N,
         transb: cublasOperation_t::CUBLAS_OP_N,
         m: n32,
         n: m32,
         k: k32,
-        alpha: 1.0f32,
+        alpha: T::from_f64(1.0),
         lda: n32,
         ldb: k32,
-        beta: 0.0f32,
+        beta: T::from_f64(0.0),
         ldc: n32,
     };
-    let run = |c_dev: &mut cudarc::driver::CudaSlice<f32>| -> Result<f64> {
+    let run = |c_dev: &mut cudarc::driver::CudaSlice<T>| -> Result<f64> {
         let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx.new_event(timing).map_err(|e| error("event", &e))?;
         let end = ctx.new_event(timing).map_err(|e| error("event", &e))?;
         start.record(&stream).map_err(|e| error("event", &e))?;
         // SAFETY: the buffers hold k·n, m·k and m·n elements, as the config's leading
         // dimensions and sizes describe.
-        unsafe { blas.gemm(config, &b_dev, &a_dev, c_dev) }.map_err(|e| error("sgemm", &e))?;
+        unsafe { blas.gemm(config, &b_dev, &a_dev, c_dev) }.map_err(|e| error(name, &e))?;
         end.record(&stream).map_err(|e| error("event", &e))?;
         end.synchronize().map_err(|e| error("sync", &e))?;
         Ok(f64::from(
@@ -101,12 +123,12 @@ pub fn cublas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Meas
     let c = stream
         .clone_dtoh(&c_dev)
         .map_err(|e| error("download", &e))?;
-    let verified = reference.check(&crate::element::HostData::F32(c))?.pass;
+    let verified = reference.check(&T::wrap(c))?.pass;
     let samples = (0..repeat.max(1))
         .map(|_| run(&mut c_dev))
         .collect::<Result<Vec<_>>>()?;
     Ok(measurement(
-        "cuBLAS sgemm".into(),
+        name.into(),
         problem,
         "device events",
         samples,
@@ -174,7 +196,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
         operands,
         reference,
     } = work;
-    let (a, b) = dense_f32(problem, operands)?;
+    let (a, b) = dense::<f32>(problem, operands)?;
     use std::os::raw::c_void;
 
     use cubecl_hip_sys as hip;
