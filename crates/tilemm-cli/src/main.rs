@@ -214,7 +214,8 @@ struct BenchArgs {
     repeat: u16,
     /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32) or f64. Rungs that do
     /// not compute it are left out with a note (named ones are refused), and so are peers that
-    /// do not (cubek-matmul and rocBLAS are measured in f32 only; cuBLAS in all four).
+    /// do not (rocBLAS is measured in f32 only; a cubek-matmul strategy the device cannot run
+    /// in it is skipped with a note).
     #[arg(long, default_value = "f32")]
     dtype: DType,
     /// The device's peak GFLOPS for --dtype, for the "% peak" column where tilemm's datasheet
@@ -620,16 +621,11 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             .problem()
         })
         .collect::<tilemm::Result<Vec<_>>>()?;
-    let peers = if args.peers && gpu.is_some() && precision == Precision::F32 {
+    let peers = if args.peers && gpu.is_some() {
         tilemm::peers::CubekStrategy::ALL.to_vec()
     } else {
-        if args.peers && gpu.is_none() {
+        if args.peers {
             notes.push("--peers: no GPU device, so no cubek-matmul peer is measured".into());
-        } else if args.peers {
-            notes.push(format!(
-                "--peers: cubek-matmul is measured in f32 only, so not in {}",
-                args.dtype
-            ));
         }
         Vec::new()
     };

@@ -702,6 +702,45 @@ fn bench_peers_measure_cubek_matmul_on_the_same_device_and_verify_it() {
     }
 }
 
+#[cfg(feature = "peers")]
+#[test]
+fn bench_peers_run_in_the_dtype_measured_or_are_skipped_with_a_note() {
+    let bench = |dtype: &str| {
+        let out = tilemm(&[
+            "bench",
+            "--peers",
+            "--sizes",
+            "40x56x24",
+            "--repeat",
+            "1",
+            "--kernels",
+            "naive",
+            "--dtype",
+            dtype,
+        ]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+        text
+    };
+    // f16 inputs and output, f32 accumulation: cubek-matmul computes them here.
+    let text = bench("f16");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("cubek-matmul"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert!(rows.iter().all(|l| l.ends_with("PASS")), "{text}");
+    // Lavapipe has no bf16 type (tilemm packs bf16 there): each strategy is a note, not a row.
+    let text = bench("bf16");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.ends_with("PASS") && l.contains("cubek")),
+        "{text}"
+    );
+    assert!(text.contains("needs a bf16 type"), "{text}");
+}
+
 #[cfg(not(feature = "peers"))]
 #[test]
 fn bench_peers_without_the_feature_say_how_to_build_them() {

@@ -607,8 +607,9 @@ impl<R: Runtime> Session<R> {
         })
     }
 
-    /// Enqueues C = A·B with CubeCL's own matmul (cubek-matmul) in `strategy`, on resident f32
-    /// matrices, row-major and contiguous, batch 1 (what `bench` measures peers on).
+    /// Enqueues C = A·B with CubeCL's own matmul (cubek-matmul) in `strategy`, on resident
+    /// matrices, row-major and contiguous, batch 1, in any of tilemm's precisions (f16 and bf16
+    /// accumulate in f32 there too): what `bench` measures peers on.
     #[cfg(feature = "peers")]
     pub(crate) fn cubek(
         &self,
@@ -616,15 +617,24 @@ impl<R: Runtime> Session<R> {
         problem: &Problem,
         [a, b, c]: [&DeviceMatrix; 3],
     ) -> Result<()> {
-        use cubek_matmul::definition::MatmulElems;
+        use cubek_matmul::definition::{MatmulElems, MatmulGlobalElems};
+        let dtype = problem.precision.input;
         let plain = problem.batch == 1
-            && problem.precision == crate::problem::Precision::of(DType::F32)
+            && problem.precision == crate::problem::Precision::of(dtype)
             && [problem.a, problem.b, problem.c]
                 .iter()
                 .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
         if !plain {
             return Err(Error::View(
-                "the cubek-matmul peer is measured on plain f32 products only".into(),
+                "the cubek-matmul peer is measured on plain products only (batch 1, dense, \
+                 row-major, one precision)"
+                    .into(),
+            ));
+        }
+        // (cubek-matmul panics on a type the device lacks; tilemm packs bf16 there.)
+        if dtype == DType::BF16 && !self.info.types.bf16 {
+            return Err(Error::View(
+                "cubek-matmul needs a bf16 type, which this device lacks".into(),
             ));
         }
         let tensor = |m: &DeviceMatrix, rows: usize, cols: usize| TensorBinding::<R> {
@@ -633,11 +643,22 @@ impl<R: Runtime> Session<R> {
             shape: [rows, cols].into(),
             runtime: std::marker::PhantomData,
         };
-        let f32_type = f32::as_type_native_unchecked();
+        let element = match dtype {
+            DType::F16 => half::f16::as_type_native_unchecked(),
+            DType::BF16 => half::bf16::as_type_native_unchecked(),
+            DType::F32 => f32::as_type_native_unchecked(),
+            DType::F64 => f64::as_type_native_unchecked(),
+        }
+        .storage_type();
         let (mm, k, n) = (problem.m, problem.k, problem.n);
-        let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), f32_type.storage_type());
-        let rhs = cubek_std::InputBinding::new(tensor(b, k, n), f32_type.storage_type());
-        let mut dtypes = MatmulElems::from_single_dtype(f32_type);
+        let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), element);
+        let rhs = cubek_std::InputBinding::new(tensor(b, k, n), element);
+        // Half precisions accumulate in f32, as tilemm's do.
+        let mut dtypes = MatmulElems::from_globals(&MatmulGlobalElems {
+            lhs: element,
+            rhs: element,
+            out: element,
+        });
         cubek_matmul::launch::launch_ref(
             strategy,
             &self.client,
