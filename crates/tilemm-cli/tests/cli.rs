@@ -730,15 +730,17 @@ fn bench_peers_run_in_the_dtype_measured_or_are_skipped_with_a_note() {
         .collect();
     assert_eq!(rows.len(), 4, "{text}");
     assert!(rows.iter().all(|l| l.ends_with("PASS")), "{text}");
-    // Lavapipe has no bf16 type (tilemm packs bf16 there): each strategy is a note, not a row.
+    // Where the device has no bf16 type (lavapipe; tilemm packs bf16 there), each strategy is a
+    // note, not a row.
     let text = bench("bf16");
+    let passed = text
+        .lines()
+        .filter(|l| l.contains("cubek-matmul") && l.ends_with("PASS"))
+        .count();
     assert!(
-        !text
-            .lines()
-            .any(|l| l.ends_with("PASS") && l.contains("cubek")),
+        passed == 4 || (passed == 0 && text.contains("needs a bf16 type")),
         "{text}"
     );
-    assert!(text.contains("needs a bf16 type"), "{text}");
 }
 
 #[cfg(not(feature = "peers"))]
