@@ -696,6 +696,14 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             plans.len() + usize::from(auto) + peers.len() + 1 + usize::from(vendor),
         )?);
     }
+    // The implementation column fits any rung's name, as measured or as auto's choice.
+    let width = tilemm::Kernel::ALL
+        .iter()
+        .flat_map(|k| k.configs())
+        .map(|c| "auto → ".chars().count() + Plan::new(c).to_string().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(40);
     let format = if args.json {
         Format::Json
     } else if args.csv {
@@ -732,7 +740,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 None => {}
             }
             say!(
-                "{:<16} {:<40} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
+                "{:<16} {:<width$} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
                 "size",
                 "implementation",
                 "median ms",
@@ -848,7 +856,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             match format {
                 Format::Table => bar.suspend(|| {
                     say(format_args!(
-                        "{:<16} {:<40} {:>11.3} {:>11.3} {:>10.2} {:>7}  {:<18} {check}",
+                        "{:<16} {:<width$} {:>11.3} {:>11.3} {:>10.2} {:>7}  {:<18} {check}",
                         size_name(problem),
                         m.implementation,
                         m.median_ms,
