@@ -639,10 +639,11 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             args.dtype
         ));
     }
-    // What "% peak" divides by: the figure given, else the device's datasheet figure.
-    let peak = args.peak.and_then(tilemm::peak::given).or_else(|| {
-        gpu.as_ref()
-            .and_then(|g| tilemm::peak::datasheet(&g.info().name, precision))
+    // What "% peak" divides the GPU rows by: the figure given, else the datasheet's.
+    let peak = gpu.as_ref().and_then(|g| {
+        args.peak
+            .and_then(tilemm::peak::given)
+            .or_else(|| tilemm::peak::datasheet(&g.info().name, precision))
     });
     // Rungs measured by default whose default configuration the device cannot run (laid out
     // for planes of another width) are measured in the first configuration it runs; those it

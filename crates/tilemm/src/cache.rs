@@ -46,7 +46,9 @@ pub enum KernelCache {
     On(PathBuf),
     /// A `cubecl.toml` in the working directory or above it sets CubeCL's compilation cache.
     ByCubeclToml,
-    /// They are not kept, for this reason.
+    /// `TILEMM_KERNEL_CACHE=off` (or `0`) asked for none.
+    Disabled,
+    /// They cannot be kept, for this reason.
     Off(String),
 }
 
@@ -62,7 +64,7 @@ fn set_up() -> KernelCache {
     use cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
 
     if std::env::var("TILEMM_KERNEL_CACHE").is_ok_and(|v| matches!(&*v, "off" | "0")) {
-        return KernelCache::Off("TILEMM_KERNEL_CACHE is off".into());
+        return KernelCache::Disabled;
     }
     // What CubeCL would read itself: cubecl.toml above the working directory (CubeCL's reader
     // needs one), then its environment variables.

@@ -274,11 +274,9 @@ pub fn open_device(
     let session = open_any(backend, index, notes)?;
     if let (Some(_), crate::cache::KernelCache::Off(why)) = (&session, crate::cache::kernel_cache())
     {
-        if !why.starts_with("TILEMM_KERNEL_CACHE") {
-            notes.push(format!(
-                "compiled kernels are not kept for the next process: {why}"
-            ));
-        }
+        notes.push(format!(
+            "compiled kernels are not kept for the next process: {why}"
+        ));
     }
     Ok(session)
 }
