@@ -14,141 +14,85 @@ use crate::problem::{Precision, Problem};
 /// Elements per vector in the shared tiles.
 const WIDTH: u32 = 4;
 
-/// Fetches this unit's share of A's BM×BK tile at (`row0`, `k0`) into `regs`, as vectors of 4
-/// rows at one k, for [`put_a`] to store transposed: vector `k·BM/4 + r/4` of the tile holds
-/// rows `r..r+4` at k. Each vector is gathered from 4 elements of a column of A; with a
-/// row-major A consecutive units take consecutive k, so a warp's loads run along rows. Elements
-/// past an edge are zeros. Split from the store so that a double-buffered rung can compute
-/// while the loads are in flight. The tile starts inside the slab (`k0 < k_end`) and inside
-/// C's rows.
+/// Fetches this unit's share of an operand's tile into `regs`, for [`put_tile`], as vectors of
+/// 4 elements along the tile's long side (A's BM rows, B's BN columns) at one k: vector
+/// `k·LEN/4 + p/4` of the tile holds elements `p..p+4` at k, so A's tile is stored transposed.
+/// `a_side`: the operand is A (its long side is the view's rows) or B (its columns). The tile
+/// starts at `start` along the long side (`limit` long: M or N) and at `k0` along K, inside the
+/// slab (`k0 < k_end`) and inside C. `contiguous`: the operand is stored contiguous along the
+/// long side (a column-major A, a row-major B); then consecutive units take consecutive
+/// vectors, else consecutive k, so that a warp's loads run along memory either way. Elements
+/// past an edge are zeros, by selection, not a branch around a load. Split from the store so
+/// that a double-buffered rung can compute while the loads are in flight.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn fetch_a<I: Scalar, A: Float, N: Size>(
-    a: &Array<I>,
-    va: &View,
+pub(super) fn fetch_tile<I: Scalar, A: Float, N: Size>(
+    buffer: &Array<I>,
+    view: &View,
     regs: &mut Array<Vector<A, N>>,
     batch: u32,
-    row0: u32,
+    start: u32,
+    limit: u32,
     k0: u32,
     dims: &Dims,
-    #[comptime] bm: u32,
+    #[comptime] len: u32,
     #[comptime] bk: u32,
     #[comptime] units: u32,
-    #[comptime] by_cols: bool,
+    #[comptime] contiguous: bool,
+    #[comptime] a_side: bool,
     #[comptime] packed_bf16: bool,
 ) {
-    let bm4 = comptime!(bm / WIDTH);
+    let len4 = comptime!(len / WIDTH);
     #[unroll]
-    for i in 0..comptime!(bm4 * bk / units) {
+    for i in 0..comptime!(len4 * bk / units) {
         let v = i * units + UNIT_POS;
-        let (r4, k) = if comptime!(by_cols) {
-            (v % bm4, v / bm4)
+        let (p4, k) = if comptime!(contiguous) {
+            (v % len4, v / len4)
         } else {
             (v / bk, v % bk)
         };
         let mut vector = Vector::<A, N>::empty();
         #[unroll]
         for e in 0..WIDTH {
-            let row = row0 + r4 * WIDTH + e;
-            // Past an edge the load reads the last row or k instead and the value is replaced
-            // by zero: no branch around a load.
-            let kc = (k0 + k).min(dims.k_end - 1);
-            let index = at(va, batch, row.min(dims.m - 1), kc);
-            let value = load::<I, A>(a, index, packed_bf16);
-            let inside = k0 + k < dims.k_end && row < dims.m;
+            let p = start + p4 * WIDTH + e;
+            // Past an edge the load reads the last element instead and the value is replaced
+            // by zero.
+            let (pc, kc) = (p.min(limit - 1), (k0 + k).min(dims.k_end - 1));
+            let index = if comptime!(a_side) {
+                at(view, batch, pc, kc)
+            } else {
+                at(view, batch, kc, pc)
+            };
+            let value = load::<I, A>(buffer, index, packed_bf16);
+            let inside = k0 + k < dims.k_end && p < limit;
             vector[e as usize] = select(inside, value, A::new(0.0));
         }
         regs[i as usize] = vector;
     }
 }
 
-/// Stores what [`fetch_a`] fetched into the A tile that starts at vector `offset` of `tile`.
+/// Stores what [`fetch_tile`] fetched (with the same `len`, `bk`, `units` and `contiguous`)
+/// into the tile that starts at vector `offset` of `tile`.
 #[cube]
-pub(super) fn put_a<A: Float, N: Size>(
+pub(super) fn put_tile<A: Float, N: Size>(
     regs: &Array<Vector<A, N>>,
     tile: &mut SharedMemory<Vector<A, N>>,
     offset: u32,
-    #[comptime] bm: u32,
+    #[comptime] len: u32,
     #[comptime] bk: u32,
     #[comptime] units: u32,
-    #[comptime] by_cols: bool,
+    #[comptime] contiguous: bool,
 ) {
-    let bm4 = comptime!(bm / WIDTH);
+    let len4 = comptime!(len / WIDTH);
     #[unroll]
-    for i in 0..comptime!(bm4 * bk / units) {
+    for i in 0..comptime!(len4 * bk / units) {
         let v = i * units + UNIT_POS;
-        let (r4, k) = if comptime!(by_cols) {
-            (v % bm4, v / bm4)
+        let (p4, k) = if comptime!(contiguous) {
+            (v % len4, v / len4)
         } else {
             (v / bk, v % bk)
         };
-        tile[(offset + k * bm4 + r4) as usize] = regs[i as usize];
-    }
-}
-
-/// Fetches this unit's share of B's BK×BN tile at (`k0`, `col0`) into `regs`, as vectors of 4
-/// columns of one row, for [`put_b`]: vector `k·BN/4 + c/4` of the tile holds columns
-/// `c..c+4` of row k. Elements past an edge are zeros.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn fetch_b<I: Scalar, A: Float, N: Size>(
-    b: &Array<I>,
-    vb: &View,
-    regs: &mut Array<Vector<A, N>>,
-    batch: u32,
-    k0: u32,
-    col0: u32,
-    dims: &Dims,
-    #[comptime] bn: u32,
-    #[comptime] bk: u32,
-    #[comptime] units: u32,
-    #[comptime] by_cols: bool,
-    #[comptime] packed_bf16: bool,
-) {
-    let bn4 = comptime!(bn / WIDTH);
-    #[unroll]
-    for i in 0..comptime!(bk * bn4 / units) {
-        let v = i * units + UNIT_POS;
-        let (k, c4) = if comptime!(by_cols) {
-            (v % bk, v / bk)
-        } else {
-            (v / bn4, v % bn4)
-        };
-        let mut vector = Vector::<A, N>::empty();
-        #[unroll]
-        for e in 0..WIDTH {
-            let col = col0 + c4 * WIDTH + e;
-            let kc = (k0 + k).min(dims.k_end - 1);
-            let index = at(vb, batch, kc, col.min(dims.n - 1));
-            let value = load::<I, A>(b, index, packed_bf16);
-            let inside = k0 + k < dims.k_end && col < dims.n;
-            vector[e as usize] = select(inside, value, A::new(0.0));
-        }
-        regs[i as usize] = vector;
-    }
-}
-
-/// Stores what [`fetch_b`] fetched into the B tile that starts at vector `offset` of `tile`.
-#[cube]
-pub(super) fn put_b<A: Float, N: Size>(
-    regs: &Array<Vector<A, N>>,
-    tile: &mut SharedMemory<Vector<A, N>>,
-    offset: u32,
-    #[comptime] bn: u32,
-    #[comptime] bk: u32,
-    #[comptime] units: u32,
-    #[comptime] by_cols: bool,
-) {
-    let bn4 = comptime!(bn / WIDTH);
-    #[unroll]
-    for i in 0..comptime!(bk * bn4 / units) {
-        let v = i * units + UNIT_POS;
-        let (k, c4) = if comptime!(by_cols) {
-            (v % bk, v / bk)
-        } else {
-            (v / bn4, v % bn4)
-        };
-        tile[(offset + k * bn4 + c4) as usize] = regs[i as usize];
+        tile[(offset + k * len4 + p4) as usize] = regs[i as usize];
     }
 }
 
@@ -194,39 +138,21 @@ pub fn vectorized_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
 
     // Every unit runs every trip (it takes part in the barriers); at most LOOP_TRIP_LIMIT of
     // them (k_per_trip = BK): the host splits K.
+    // Whether each operand is contiguous along its tile's long side (A's rows, B's columns).
+    let (a_along, b_along) = comptime!((layouts.a_by_cols, !layouts.b_by_cols));
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     for t in 0..tiles {
         let k0 = dims.k_begin + t * bk;
-        fetch_a::<I, A, N>(
-            a,
-            &va,
-            &mut fa,
-            batch,
-            row0,
-            k0,
-            &dims,
-            bm,
-            bk,
-            units,
-            layouts.a_by_cols,
+        fetch_tile::<I, A, N>(
+            a, &va, &mut fa, batch, row0, dims.m, k0, &dims, bm, bk, units, a_along, true,
             packed_bf16,
         );
-        put_a::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, layouts.a_by_cols);
-        fetch_b::<I, A, N>(
-            b,
-            &vb,
-            &mut fb,
-            batch,
-            k0,
-            col0,
-            &dims,
-            bn,
-            bk,
-            units,
-            layouts.b_by_cols,
+        put_tile::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, a_along);
+        fetch_tile::<I, A, N>(
+            b, &vb, &mut fb, batch, col0, dims.n, k0, &dims, bn, bk, units, b_along, false,
             packed_bf16,
         );
-        put_b::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, layouts.b_by_cols);
+        put_tile::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, b_along);
         sync_cube();
 
         #[unroll]

@@ -19,7 +19,7 @@ use cubecl::prelude::*;
 use serde::Serialize;
 
 use super::args::{at, store, Dims, Layouts, View};
-use super::vectorized::{fetch_a, fetch_b, put_a, put_b};
+use super::vectorized::{fetch_tile, put_tile};
 use super::{LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
@@ -78,39 +78,21 @@ pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
     let mut fa = Array::<Vector<A, N>>::new(comptime!((stage_a / units) as usize));
     let mut fb = Array::<Vector<A, N>>::new(comptime!((stage_b / units) as usize));
 
-    let (by_cols_a, by_cols_b) = comptime!((layouts.a_by_cols, layouts.b_by_cols));
+    // Whether each operand is contiguous along its tile's long side (A's rows, B's columns).
+    let (a_along, b_along) = comptime!((layouts.a_by_cols, !layouts.b_by_cols));
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     if tiles > 0 {
-        fetch_a::<I, A, N>(
-            a,
-            &va,
-            &mut fa,
-            batch,
-            row0,
-            dims.k_begin,
-            &dims,
-            bm,
-            bk,
-            units,
-            by_cols_a,
+        let k0 = dims.k_begin;
+        fetch_tile::<I, A, N>(
+            a, &va, &mut fa, batch, row0, dims.m, k0, &dims, bm, bk, units, a_along, true,
             packed_bf16,
         );
-        fetch_b::<I, A, N>(
-            b,
-            &vb,
-            &mut fb,
-            batch,
-            dims.k_begin,
-            col0,
-            &dims,
-            bn,
-            bk,
-            units,
-            by_cols_b,
+        fetch_tile::<I, A, N>(
+            b, &vb, &mut fb, batch, col0, dims.n, k0, &dims, bn, bk, units, b_along, false,
             packed_bf16,
         );
-        put_a::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, by_cols_a);
-        put_b::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, by_cols_b);
+        put_tile::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, a_along);
+        put_tile::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, b_along);
     }
     sync_cube();
 
@@ -121,11 +103,13 @@ pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
         // The next tile's loads are issued before the FMAs on this one, so they overlap.
         if more {
             let k0 = dims.k_begin + (t + 1) * bk;
-            fetch_a::<I, A, N>(
-                a, &va, &mut fa, batch, row0, k0, &dims, bm, bk, units, by_cols_a, packed_bf16,
+            fetch_tile::<I, A, N>(
+                a, &va, &mut fa, batch, row0, dims.m, k0, &dims, bm, bk, units, a_along, true,
+                packed_bf16,
             );
-            fetch_b::<I, A, N>(
-                b, &vb, &mut fb, batch, k0, col0, &dims, bn, bk, units, by_cols_b, packed_bf16,
+            fetch_tile::<I, A, N>(
+                b, &vb, &mut fb, batch, col0, dims.n, k0, &dims, bn, bk, units, b_along, false,
+                packed_bf16,
             );
         }
         let base_a = (t % 2) * stage_a + row4;
@@ -161,8 +145,8 @@ pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
         if more {
             // The other stage was last read before the previous barrier.
             let next = (t + 1) % 2;
-            put_a::<A, N>(&fa, &mut tile_a, next * stage_a, bm, bk, units, by_cols_a);
-            put_b::<A, N>(&fb, &mut tile_b, next * stage_b, bn, bk, units, by_cols_b);
+            put_tile::<A, N>(&fa, &mut tile_a, next * stage_a, bm, bk, units, a_along);
+            put_tile::<A, N>(&fb, &mut tile_b, next * stage_b, bn, bk, units, b_along);
         }
         sync_cube();
     }
