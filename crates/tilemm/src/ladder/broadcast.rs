@@ -155,12 +155,17 @@ fn load_rows<I: Scalar, A: Float, NA: Size>(
 
 /// Lane `lane`'s `value`, on every lane of the plane. Values narrower than 32 bits travel as
 /// f32 (exactly): HIP has no 16-bit shuffle.
+///
+/// A shuffle with the same lane everywhere, not a broadcast: on CUDA and HIP both are the same
+/// `shfl`, but SPIR-V's broadcast reaches Mesa 22's lavapipe as a "read invocation" that scans
+/// the lanes for the first active one (an 8-step loop per value), where its shuffle is one
+/// `vpermd` (naga, too, writes WGSL's `subgroupBroadcast` as a shuffle).
 #[cube]
 fn share<A: Float>(value: A, #[comptime] lane: u32) -> A {
     if comptime!(A::size().unwrap_or(4) < 4) {
-        A::cast_from(plane_broadcast(f32::cast_from(value), lane))
+        A::cast_from(plane_shuffle(f32::cast_from(value), lane))
     } else {
-        plane_broadcast(value, lane)
+        plane_shuffle(value, lane)
     }
 }
 
