@@ -105,32 +105,45 @@ pub fn fetch<I: Scalar, A: Float, N: Size>(
     }
 }
 
-/// One step of a unit's TM×TN register tile: `acc += A[rows, k] ⊗ B[k, cols]`, with the TM
-/// values of A already in `av` and B's TN values read from the row that starts `kb` past the
-/// columns' offsets `b_cols` (in vectors of `line_b`: whole vectors inside B's row).
+/// `steps` steps of K of a unit's TM×TN register tile: `acc += A[rows, k..k+steps] ·
+/// B[k..k+steps, cols]`, with the values of A already in `av` (step u's TM values from
+/// `u·TM`) and B's read from the row that starts `kb` past the columns' offsets `b_cols`, then
+/// every `b_step` (in vectors of `line_b`: whole vectors inside B's row).
+///
+/// Each accumulator takes its `steps` products in a row (in order of k, as one step at a time
+/// would): where the tile lives on the stack rather than in registers (lavapipe's 128 or more
+/// accumulators per unit), that is one load and one store of it per `steps` FMAs instead of
+/// per FMA. A GPU compiler keeps the tile in registers and schedules either order alike.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub fn outer_product<I: Scalar, A: Float, NB: Size>(
+pub fn outer_products<I: Scalar, A: Float, NB: Size>(
     b: &Array<Vector<I, NB>>,
     b_cols: &Array<usize>,
     kb: usize,
+    b_step: usize,
     av: &Array<A>,
     acc: &mut Array<A>,
     #[comptime] tm: u32,
     #[comptime] tn: u32,
+    #[comptime] steps: u32,
     #[comptime] line_b: u32,
     #[comptime] packed_bf16: bool,
 ) {
-    let mut bv = Array::<A>::new(comptime!(tn as usize));
+    let mut bv = Array::<A>::new(comptime!((steps * tn) as usize));
     #[unroll]
-    for v in 0..tn / line_b {
-        if comptime!(line_b == 1) {
-            bv[v as usize] = fetch::<I, A, NB>(b, b_cols[v as usize] + kb, 1u32, packed_bf16);
-        } else {
-            let vec = b[(b_cols[(v * line_b) as usize] + kb) / comptime!(line_b as usize)];
-            #[unroll]
-            for e in 0..line_b {
-                bv[(v * line_b + e) as usize] = A::cast_from(vec[e as usize]);
+    for u in 0..steps {
+        let row = kb + (u as usize) * b_step;
+        #[unroll]
+        for v in 0..tn / line_b {
+            if comptime!(line_b == 1) {
+                bv[(u * tn + v) as usize] =
+                    fetch::<I, A, NB>(b, b_cols[v as usize] + row, 1u32, packed_bf16);
+            } else {
+                let vec = b[(b_cols[(v * line_b) as usize] + row) / comptime!(line_b as usize)];
+                #[unroll]
+                for e in 0..line_b {
+                    bv[(u * tn + v * line_b + e) as usize] = A::cast_from(vec[e as usize]);
+                }
             }
         }
     }
@@ -139,7 +152,12 @@ pub fn outer_product<I: Scalar, A: Float, NB: Size>(
         #[unroll]
         for j in 0..tn {
             let e = (i * tn + j) as usize;
-            acc[e] += av[i as usize] * bv[j as usize];
+            let mut sum = acc[e];
+            #[unroll]
+            for u in 0..steps {
+                sum += av[(u * tm + i) as usize] * bv[(u * tn + j) as usize];
+            }
+            acc[e] = sum;
         }
     }
 }

@@ -18,7 +18,7 @@
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, outer_product, store_tile, Dims, View};
+use super::args::{at, fetch, outer_products, store_tile, Dims, View};
 use super::{LaunchShape, Rung};
 use crate::problem::{DType, Precision, Problem};
 
@@ -80,7 +80,9 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
 
         let (a_step, b_step) = (va.col_stride as usize, vb.row_stride as usize);
         let len = dims.k_end - dims.k_begin;
-        let mut av = Array::<A>::new(comptime!(tm as usize));
+        // A's values for UNROLL_K steps of K (step u's TM from u·TM): the tile's accumulators
+        // then take UNROLL_K products each in a row (see `outer_products`).
+        let mut av = Array::<A>::new(comptime!((UNROLL_K * tm) as usize));
         // At most LOOP_TRIP_LIMIT iterations (k_per_trip = UNROLL_K): the host splits K.
         let whole = len / UNROLL_K;
         for s in 0..whole {
@@ -90,7 +92,7 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
                 for q in 0..UNROLL_K / line_a {
                     // This lane's rows, line_a values of K each (whole vectors inside a row),
                     // then each value of the plane's rows from the lane that loaded it (scalar
-                    // broadcasts: lavapipe ran them faster than broadcasts of whole vectors).
+                    // shuffles: lavapipe ran them faster than shuffles of whole vectors).
                     let mut mine = Array::<Vector<I, NA>>::new(comptime!(own as usize));
                     #[unroll]
                     for r in 0..own {
@@ -99,36 +101,35 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
                     }
                     #[unroll]
                     for u in 0..line_a {
-                        let kk = k0 + (q * line_a + u) as usize;
                         #[unroll]
                         for i in 0..tm {
                             let mine_u = A::cast_from(mine[(i / plane) as usize][u as usize]);
-                            av[i as usize] = share::<A>(mine_u, i % plane);
+                            av[((q * line_a + u) * tm + i) as usize] = share::<A>(mine_u, i % plane);
                         }
-                        outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
                     }
                 }
             } else {
                 #[unroll]
                 for u in 0..UNROLL_K {
-                    let kk = k0 + u as usize;
-                    load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, config, line_a, packed_bf16);
-                    outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
+                    let ka = (k0 + u as usize) * a_step;
+                    load_rows::<I, A, NA>(a, &a_rows, ka, &mut av, u * tm, config, line_a, packed_bf16);
                 }
             }
+            outer_products::<I, A, NB>(b, &b_cols, k0 * b_step, b_step, &av, &mut acc, tm, tn, UNROLL_K, line_b, packed_bf16);
         }
         for kk in whole * UNROLL_K..len {
             let kk = kk as usize;
-            load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, config, line_a, packed_bf16);
-            outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
+            load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, 0u32, config, line_a, packed_bf16);
+            outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b, packed_bf16);
         }
 
         store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);
     }
 }
 
-/// The plane's TM values of A at one k (`ka` past the rows' offsets) into `av`: each lane loads
-/// its rows one element at a time (from A's vectors of `line_a`), then broadcasts share them.
+/// The plane's TM values of A at one k (`ka` past the rows' offsets) into `av` from `at` on:
+/// each lane loads its rows one element at a time (from A's vectors of `line_a`), then shuffles
+/// share them.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn load_rows<I: Scalar, A: Float, NA: Size>(
@@ -136,6 +137,7 @@ fn load_rows<I: Scalar, A: Float, NA: Size>(
     a_rows: &Array<usize>,
     ka: usize,
     av: &mut Array<A>,
+    #[comptime] at: u32,
     #[comptime] config: BroadcastConfig,
     #[comptime] line_a: u32,
     #[comptime] packed_bf16: bool,
@@ -149,7 +151,7 @@ fn load_rows<I: Scalar, A: Float, NA: Size>(
     }
     #[unroll]
     for i in 0..tm {
-        av[i as usize] = share::<A>(mine[(i / plane) as usize], i % plane);
+        av[(at + i) as usize] = share::<A>(mine[(i / plane) as usize], i % plane);
     }
 }
 
@@ -196,12 +198,15 @@ impl Rung for Broadcast {
     type Config = BroadcastConfig;
 
     fn configs() -> Vec<BroadcastConfig> {
-        // Planes of 8 (lavapipe's SIMD width): 16×8, the fastest there. Taller tiles cut B's
-        // loads per FMA further but lose on lavapipe: 32×8 ran slower on Mesa 26 and no faster
-        // on 22.3.6, and took 10 s to JIT-compile; 64×8 overflows a stack inside Mesa 22.3's
-        // shader compiler. Planes of 32 (NVIDIA, RDNA wave32) and 64 (CDNA): GPU-sized tiles.
+        // Planes of 8 (lavapipe's SIMD width): tiles of 192 outputs cut B's loads per FMA
+        // furthest while the JIT still compiles them in seconds. On Mesa 22.3.6 (1024³) 24×8
+        // ran 39 GFLOPS against 34 for 16×8; on Mesa 26, 16×12 ran 65 against 57. 32×8 was
+        // slower on both, and 64×8 overflows a stack inside Mesa 22.3's shader compiler.
+        // Planes of 32 (NVIDIA, RDNA wave32) and 64 (CDNA): GPU-sized tiles.
         [
             (16, 8, 8, 8),
+            (24, 8, 4, 8),
+            (16, 12, 8, 8),
             (8, 4, 4, 32),
             (16, 4, 4, 32),
             (8, 4, 2, 64),

@@ -10,7 +10,7 @@
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, outer_product, store_tile, Dims, View};
+use super::args::{at, fetch, outer_products, store_tile, Dims, View};
 use super::{LaunchShape, Rung};
 use crate::problem::Problem;
 
@@ -99,7 +99,7 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
                             );
                         }
                     }
-                    outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
+                    outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b, packed_bf16);
                 }
             }
         }
@@ -110,7 +110,7 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
                 av[i as usize] =
                     fetch::<I, A, NA>(a, a_rows[i as usize] + kk * a_step, line_a, packed_bf16);
             }
-            outer_product::<I, A, NB>(b, &b_cols, kk * b_step, &av, &mut acc, tm, tn, line_b, packed_bf16);
+            outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b, packed_bf16);
         }
 
         store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);
