@@ -1,18 +1,20 @@
 //! Register blocking with A's rows shared across a plane: the units of a plane compute TM×TN
 //! tiles of the same TM rows of C side by side, so instead of each unit loading those rows of A
-//! itself, each loads TM/P of them (P units per plane) and plane broadcasts hand every value to
+//! itself, each loads TM/P of them (P units per plane) and plane shuffles hand every value to
 //! all. B is loaded as in [`super::register`]: each unit its own columns.
 //!
-//! A plane broadcast moves a register between lanes without memory. Where loads are costly per
+//! A plane shuffle moves a register between lanes without memory. Where loads are costly per
 //! unit, as on lavapipe (which loads from storage buffers one SIMD lane at a time), that cuts A's
 //! loads by P; on a GPU it is the register-cache technique (loads once per warp instead of per
-//! thread, through the shuffle unit). No shared memory and no barriers.
+//! thread, through the shuffle unit). No shared memory and no barriers. The main loop takes
+//! four steps of K at a time, each accumulator its four products in a row (see
+//! [`super::args::outer_products`]).
 //!
-//! The plane width P is part of the configuration (the launch and the broadcasts' lanes depend
+//! The plane width P is part of the configuration (the launch and the shuffles' lanes depend
 //! on it), and [`super::Config::supports`] refuses a device whose planes are not exactly P
 //! wide. Rows and columns are taken from the plane's position and the unit's lane in it, never
 //! from an assumed order of units in a cube. Every unit of a plane runs the main loop (a
-//! broadcast needs all): columns past C's edge are clamped for loading and never stored; a plane
+//! shuffle needs all): columns past C's edge are clamped for loading and never stored; a plane
 //! wholly below C's last row leaves as one.
 
 use cubecl::prelude::*;
@@ -54,7 +56,7 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
     let row0 = (CUBE_POS_Y * comptime!(config.planes) + PLANE_POS) * tm;
     let col0 = (CUBE_POS_X * plane + lane) * tn;
     let batch = CUBE_POS_Z + dims.batch_begin;
-    // The same for every lane of the plane, so the plane leaves whole: the broadcasts below
+    // The same for every lane of the plane, so the plane leaves whole: the shuffles below
     // need all its lanes.
     if row0 < dims.m {
         // Where the rows this lane loads and its columns of B start at k_begin. Rows and
@@ -194,7 +196,7 @@ impl BroadcastConfig {
 impl Rung for Broadcast {
     const NAME: &'static str = "broadcast";
     const ABOUT: &'static str =
-        "register tiles whose rows of A are loaded once per plane and shared by plane broadcasts";
+        "register tiles whose rows of A are loaded once per plane and shared by plane shuffles";
     type Config = BroadcastConfig;
 
     fn configs() -> Vec<BroadcastConfig> {
