@@ -8,7 +8,7 @@
 //! loads by P; on a GPU it is the register-cache technique (loads once per warp instead of per
 //! thread, through the shuffle unit). No shared memory and no barriers. The main loop takes
 //! four steps of K at a time, each accumulator its four products in a row (see
-//! [`super::args::outer_products`]).
+//! [`super::args::outer_products()`]).
 //!
 //! The plane width P is part of the configuration (the launch and the shuffles' lanes depend
 //! on it), and [`super::Config::supports`] refuses a device whose planes are not exactly P
