@@ -988,6 +988,8 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     }
     let mut results = Vec::new();
     let (mut failures, mut skipped) = (0, 0);
+    // Whether a row was compiled through rocWMMA (said once, below the table).
+    let mut via_rocwmma = false;
     let (dtypes, archs) = (&args.dtypes, &args.archs);
     let every = plans.iter().flat_map(|plan| {
         dtypes
@@ -1022,6 +1024,7 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
             }
             match compile_check::check(plan, precision, arch, &tools) {
                 Ok(usage) => {
+                    via_rocwmma |= compile_check::through_rocwmma(plan, arch);
                     let spill = usage.forbidden_spill();
                     let no_mma = usage.missing_matrix_ops();
                     let low_fma = usage.below_fma_floor();
@@ -1082,6 +1085,13 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                      compiled against tilemm's stand-in header only"
                 ),
             }
+        }
+        if let Some(headers) = via_rocwmma.then(compile_check::rocwmma_headers).flatten() {
+            say!(
+                "CDNA's tensor-core rows are what a `--features hip,rocwmma` build JITs: \
+                 CubeCL's rocWMMA dialect, compiled against the rocWMMA headers in {}",
+                headers.rocwmma.display()
+            );
         }
         say!(
             "{} compiled, {skipped} skipped, {failures} failed",

@@ -931,6 +931,40 @@ fn compile_check_reports_amd_resources_through_clang() {
 }
 
 #[test]
+fn compile_check_shows_matrix_instructions_of_the_tensor_core_rung_on_amd() {
+    // CDNA (gfx90a, gfx940) through rocWMMA (third_party/rocwmma and Debian's HIP headers,
+    // which scripts/setup installs), RDNA 3 (gfx1100) through WMMA intrinsics. The check itself
+    // fails a tensor-core row with no matrix instruction; this also reads the count.
+    let out = tilemm(&[
+        "compile-check",
+        "--archs",
+        "gfx90a,gfx940,gfx1100",
+        "--kernels",
+        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=64,tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=32",
+        "--dtypes",
+        "f16",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    for (plane, arch) in [("64", "gfx90a"), ("64", "gfx940"), ("32", "gfx1100")] {
+        let row = text
+            .lines()
+            .find(|l| l.contains(&format!("plane={plane} ")) && l.contains(arch))
+            .unwrap_or_else(|| panic!("no tensor-core row for {arch} in\n{text}"));
+        // registers are "N V + M S": the matrix column is the 13th field.
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let matrix: u32 = fields[12].parse().unwrap_or_else(|_| panic!("{row}"));
+        assert!(matrix > 0, "no matrix instruction in {row}");
+        assert_eq!(fields[8], "0", "spills in {row}");
+    }
+    assert!(
+        text.contains("CDNA's tensor-core rows are what a `--features hip,rocwmma` build JITs"),
+        "{text}"
+    );
+    assert!(text.contains("3 compiled, 3 skipped, 0 failed"), "{text}");
+}
+
+#[test]
 fn compile_check_refuses_unknown_architectures_and_missing_compilers() {
     assert_refused(
         &["compile-check", "--archs", "sm_100x"],

@@ -226,7 +226,7 @@ pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<S
                 },
             },
         ),
-        Target::Hip => hip_source(plan, precision, 64),
+        Target::Hip => hip_source(plan, precision, 64, HipMatrixUnits::of_this_build()),
         #[cfg(feature = "wgpu")]
         Target::Wgsl => compile::<cubecl::wgpu::WgslCompiler>(
             plan,
@@ -242,29 +242,58 @@ pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<S
     }
 }
 
+/// How HIP code reaches AMD's matrix units (CubeCL's two HIP dialects; they differ only in
+/// kernels that use matrix units).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HipMatrixUnits {
+    /// RDNA 3's WMMA compiler intrinsics, in the source itself (CDNA has none).
+    Intrinsics,
+    /// rocWMMA's fragments (`#include <rocwmma/rocwmma.hpp>`), which rocWMMA lowers to MFMA on
+    /// CDNA: what a build with the `rocwmma` feature JITs.
+    RocWmma,
+}
+
+impl HipMatrixUnits {
+    /// What this build's HIP runtime JITs.
+    pub const fn of_this_build() -> Self {
+        if cfg!(feature = "rocwmma") {
+            HipMatrixUnits::RocWmma
+        } else {
+            HipMatrixUnits::Intrinsics
+        }
+    }
+}
+
 /// The HIP source the JIT compiles for `plan` in `precision` for wavefronts of `warp_size`
-/// (64 on CDNA, what `emit` shows; 32 on RDNA, whose WMMA needs it).
-pub fn hip_source(plan: &Plan, precision: Precision, warp_size: u32) -> Result<String> {
+/// (64 on CDNA, what `emit` shows; 32 on RDNA, whose WMMA needs it), with matrix units reached
+/// through `units`.
+pub fn hip_source(
+    plan: &Plan,
+    precision: Precision,
+    warp_size: u32,
+    units: HipMatrixUnits,
+) -> Result<String> {
     type Hip =
         CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
+    type HipRocWmma =
+        CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::RocWmmaCompiler>>;
     if !plan.config.computes(precision) {
         return Err(Error::Emit {
             target: Target::Hip.name(),
             reason: format!("the {} rung does not compute {precision}", plan.kernel()),
         });
     }
-    compile::<Hip>(
-        plan,
-        precision,
-        Target::Hip,
-        &CompilationOptions {
-            warp_size,
-            supports_features: CppSupportedFeatures {
-                fast_math: true,
-                ..Default::default()
-            },
+    let options = CompilationOptions {
+        warp_size,
+        supports_features: CppSupportedFeatures {
+            fast_math: true,
+            ..Default::default()
         },
-    )
+    };
+    match units {
+        HipMatrixUnits::Intrinsics => compile::<Hip>(plan, precision, Target::Hip, &options),
+        HipMatrixUnits::RocWmma => compile::<HipRocWmma>(plan, precision, Target::Hip, &options),
+    }
 }
 
 /// CUDA and HIP source needs no device and no wgpu: these run in every build.
@@ -329,6 +358,26 @@ mod cpp_tests {
     fn wgsl_in_a_build_without_wgpu_is_refused() {
         let err = source(&plan("naive:tpb=8"), Target::Wgsl).unwrap_err();
         assert!(matches!(err, Error::BackendNotBuilt { .. }), "{err}");
+    }
+
+    #[test]
+    fn hip_reaches_cdna_matrix_units_only_through_rocwmma() {
+        let tensorcore = plan("tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=64");
+        let f16 = Precision::of(DType::F16);
+        let rocwmma = hip_source(&tensorcore, f16, 64, HipMatrixUnits::RocWmma).unwrap();
+        assert!(
+            rocwmma.contains("#include <rocwmma/rocwmma.hpp>")
+                && rocwmma.contains("rocwmma::mma_sync"),
+            "{rocwmma}"
+        );
+        let intrinsics = hip_source(&tensorcore, f16, 64, HipMatrixUnits::Intrinsics).unwrap();
+        assert!(!intrinsics.contains("rocwmma"), "{intrinsics}");
+        // Kernels without matrix units are the same source either way.
+        let tiled = plan("tiled:tpb=16");
+        assert_eq!(
+            hip_source(&tiled, Precision::F32, 64, HipMatrixUnits::RocWmma).unwrap(),
+            hip_source(&tiled, Precision::F32, 64, HipMatrixUnits::Intrinsics).unwrap()
+        );
     }
 }
 

@@ -14,6 +14,8 @@ const HIP_SHIM: &str = include_str!("hip_shim.h");
 /// Stand-ins for the half-precision headers the f16 and bf16 kernels include.
 const HIP_FP16_SHIM: &str = include_str!("hip_fp16_shim.h");
 const HIP_BF16_SHIM: &str = include_str!("hip_bf16_shim.h");
+/// Device-library stand-ins for sources compiled against the real HIP headers (rocWMMA's).
+const HIP_OCKL_SHIM: &str = include_str!("hip_ockl_shim.h");
 
 const CLANG_HINT: &str =
     "install clang (Debian/Ubuntu: `apt-get install clang-15`) or pass its path";
@@ -43,6 +45,36 @@ pub fn hip_headers() -> Option<PathBuf> {
         .map(|root| PathBuf::from(root).join("include"))
         .chain(["/opt/rocm/include".into(), "/usr/include".into()])
         .find(|dir| dir.join("hip/hip_runtime.h").is_file())
+}
+
+/// Whether `plan` on `arch` is compiled through rocWMMA: the tensor-core rung on CDNA
+/// (wavefronts of 64), whose matrix cores CubeCL 0.10 reaches only that way.
+pub fn through_rocwmma(plan: &Plan, arch: &Arch) -> bool {
+    matches!(plan.config, crate::Config::Tensorcore(_))
+        && arch.vendor == super::arch::Vendor::Amd
+        && arch.warp_size == 64
+}
+
+/// Where a rocWMMA source's headers are: ROCm's HIP headers, and rocWMMA's (the ROCm install's
+/// own, else the copy in tilemm's source tree, `third_party/rocwmma`, which matches Debian's
+/// ROCm 5.2 HIP headers).
+#[derive(Clone, Debug)]
+pub struct RocWmmaHeaders {
+    /// The include directory holding `hip/hip_runtime.h`.
+    pub hip: PathBuf,
+    /// The include directory holding `rocwmma/rocwmma.hpp`.
+    pub rocwmma: PathBuf,
+}
+
+/// The headers rocWMMA sources compile against, if both are found.
+pub fn rocwmma_headers() -> Option<RocWmmaHeaders> {
+    let hip = hip_headers()?;
+    let vendored = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../third_party/rocwmma/include");
+    let rocwmma = [hip.clone(), vendored]
+        .into_iter()
+        .find(|dir| dir.join("rocwmma/rocwmma.hpp").is_file())?;
+    let rocwmma = rocwmma.canonicalize().unwrap_or(rocwmma);
+    Some(RocWmmaHeaders { hip, rocwmma })
 }
 
 /// Compiles `kernel` against the real HIP headers in `include` (syntax and types only: without
@@ -155,10 +187,29 @@ pub(super) fn check(
     }
     let kernel = dir.path().join("kernel.hip");
     std::fs::write(&kernel, source).map_err(io)?;
-    let output = device_compile(&clang, arch)
-        .args(["-O3", "-S", "-Rpass-analysis=kernel-resource-usage"])
-        .arg("-I")
-        .arg(dir.path())
+    let mut command = device_compile(&clang, arch);
+    command.args(["-O3", "-S", "-Rpass-analysis=kernel-resource-usage"]);
+    // rocWMMA needs the real HIP headers' types (the stand-ins' half is not HIP's class), and
+    // C++17; the device library's work-item queries and fences come from a stand-in instead.
+    let rocwmma = source.contains("<rocwmma/rocwmma.hpp>");
+    if rocwmma {
+        let headers = rocwmma_headers()
+            .ok_or_else(|| tool_error("clang", "rocWMMA's or ROCm's HIP headers are not found"))?;
+        let shim = dir.path().join("tilemm_ockl.h");
+        std::fs::write(&shim, HIP_OCKL_SHIM).map_err(io)?;
+        command
+            .args(["-std=c++17", "-D__HIP_PLATFORM_AMD__"])
+            .args(["-include", "__clang_hip_runtime_wrapper.h"])
+            .args(["-include", "hip/hip_runtime.h", "-include"])
+            .arg(&shim)
+            .arg("-I")
+            .arg(&headers.hip)
+            .arg("-I")
+            .arg(&headers.rocwmma);
+    } else {
+        command.arg("-I").arg(dir.path());
+    }
+    let output = command
         .arg("-o")
         .arg(dir.path().join("kernel.s"))
         .arg(&kernel)
@@ -177,7 +228,7 @@ pub(super) fn check(
     }
     // Older HIP headers (Debian's ROCm 5) lack hip_bf16.h: a source including a header they
     // lack is checked against the stand-ins only.
-    if let Some(include) = hip_headers().filter(|dir| has_every_include(source, dir)) {
+    if let Some(include) = hip_headers().filter(|dir| !rocwmma && has_every_include(source, dir)) {
         check_against_hip_headers(&clang, arch, &kernel, &include)?;
     }
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use amd::hip_headers;
+pub use amd::{hip_headers, rocwmma_headers, through_rocwmma, RocWmmaHeaders};
 pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 
 use crate::emit;
@@ -119,17 +119,28 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
         if arch.name == "sm_75" && precision.input == crate::problem::DType::BF16 {
             return Some("Turing's tensor cores have no bf16 (sm_80 and later do)".to_string());
         }
-        if arch.vendor == Vendor::Amd && precision.input == crate::problem::DType::BF16 {
+        if amd::through_rocwmma(plan, arch) && amd::rocwmma_headers().is_none() {
             return Some(
-                "clang 15's AMD targets have no __bf16, which CubeCL's WMMA intrinsics take \
-                 (LLVM 17 and later do)"
+                "CubeCL 0.10 reaches CDNA's matrix cores only through rocWMMA, whose headers \
+                 (and ROCm's HIP headers) are not found: tilemm's source tree has rocWMMA 0.7 in \
+                 third_party/rocwmma, Debian's HIP headers are in libamdhip64-dev"
                     .to_string(),
             );
         }
-        if arch.vendor == Vendor::Amd && arch.warp_size == 64 {
+        let bf16 = precision.input == crate::problem::DType::BF16;
+        if bf16 && amd::through_rocwmma(plan, arch) {
+            // CubeCL's bf16 HIP code includes hip_bf16.h, which came with ROCm 6.
+            if !amd::rocwmma_headers().is_some_and(|h| h.hip.join("hip/hip_bf16.h").is_file()) {
+                return Some(
+                    "CubeCL's bf16 HIP code includes hip/hip_bf16.h (ROCm 6 and later), which \
+                     the HIP headers rocWMMA is compiled against here lack"
+                        .to_string(),
+                );
+            }
+        } else if bf16 && arch.vendor == Vendor::Amd {
             return Some(
-                "CubeCL 0.10 emits AMD matrix cores only as RDNA 3 WMMA intrinsics or through \
-                 rocWMMA (not installed): no MFMA code for CDNA"
+                "clang 15's AMD targets have no __bf16, which CubeCL's WMMA intrinsics take \
+                 (LLVM 17 and later do)"
                     .to_string(),
             );
         }
@@ -233,7 +244,12 @@ pub fn check(
             }
         }
         Vendor::Amd => {
-            let source = emit::hip_source(plan, precision, arch.warp_size)?;
+            let units = if amd::through_rocwmma(plan, arch) {
+                emit::HipMatrixUnits::RocWmma
+            } else {
+                emit::HipMatrixUnits::Intrinsics
+            };
+            let source = emit::hip_source(plan, precision, arch.warp_size, units)?;
             amd::check(plan, precision, arch, &source, tools)
         }
     }
