@@ -201,9 +201,10 @@ impl Rung for Broadcast {
 
     fn configs() -> Vec<BroadcastConfig> {
         // Planes of 8 (lavapipe's SIMD width): tiles of 192 outputs cut B's loads per FMA
-        // furthest while the JIT still compiles them in seconds. On Mesa 22.3.6 (1024³) 24×8
-        // ran 39 GFLOPS against 34 for 16×8; on Mesa 26, 16×12 ran 65 against 57. 32×8 was
-        // slower on both, and 64×8 overflows a stack inside Mesa 22.3's shader compiler.
+        // furthest while the JIT still compiles them in seconds. At 1024³ 24×8 ran 42 GFLOPS
+        // against 37 for 16×8 on Mesa 22.3.6 and 77 against 74 on Mesa 26; 16×12 won at 256³
+        // (BENCHMARKS.md). 32×8 was slower on both, and 64×8 overflows a stack inside Mesa
+        // 22.3's shader compiler.
         // Planes of 32 (NVIDIA, RDNA wave32) and 64 (CDNA): GPU-sized tiles.
         [
             (16, 8, 8, 8),
