@@ -940,7 +940,7 @@ fn compile_check_shows_matrix_instructions_of_the_tensor_core_rung_on_amd() {
         "--archs",
         "gfx90a,gfx940,gfx1100",
         "--kernels",
-        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=64,tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=32",
+        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=1:tn=1:plane=64,tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=2:tn=2:plane=32",
         "--dtypes",
         "f16",
     ]);
@@ -1629,7 +1629,7 @@ fn compile_check_skips_what_a_target_cannot_compile_and_says_why() {
         "--archs",
         "gfx90a",
         "--kernels",
-        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=32",
+        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=2:tn=2:plane=32",
         "--dtypes",
         "f32,f16",
         "--clang",

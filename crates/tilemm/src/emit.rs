@@ -362,7 +362,7 @@ mod cpp_tests {
 
     #[test]
     fn hip_reaches_cdna_matrix_units_only_through_rocwmma() {
-        let tensorcore = plan("tensorcore:m=16:n=16:k=16:wm=2:wn=2:plane=64");
+        let tensorcore = plan("tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=1:tn=1:plane=64");
         let f16 = Precision::of(DType::F16);
         let rocwmma = hip_source(&tensorcore, f16, 64, HipMatrixUnits::RocWmma).unwrap();
         assert!(

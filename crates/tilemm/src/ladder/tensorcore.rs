@@ -3,10 +3,12 @@
 //! K×N fragment of B into an M×N accumulator in one instruction sequence, f16 or bf16 inputs
 //! with f32 accumulation.
 //!
-//! A cube of WM×WN planes stages its BM×BK tile of A and BK×BN tile of B (BM = WM·M, BN = WN·N,
-//! BK = K) in shared memory with the shared staging of [`super::stage`], zero-padded past every
-//! edge, so that the fragments load whole; each plane accumulates its fragment of C, stores it
-//! to shared memory, and all units write C with the α/β epilogue, guarded by C's edges. So any
+//! A cube of WM×WN planes stages its BM×BK tile of A and BK×BN tile of B (BM = WM·TM·M,
+//! BN = WN·TN·N, BK = K) in shared memory with the shared staging of [`super::stage`],
+//! zero-padded past every edge, so that the fragments load whole; each plane accumulates its
+//! TM×TN fragments of C (the warp tile: per step of K it loads TM fragments of A and TN of B for
+//! TM·TN products, where one fragment loads two for one), stores them to shared memory, and all
+//! units write C with the α/β epilogue, guarded by C's edges. So any
 //! M, K, N, stride and batch runs, and the fragment shapes are the device's own: a configuration
 //! runs only where the device registers its (A, B, C) types and shape, and a device with none
 //! (or another plane width) is refused before launch ([`Rung::supports`]).
@@ -23,8 +25,8 @@ use crate::error::Unavailable;
 use crate::problem::{DType, Precision, Problem};
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, fragments of type `F`. Cube (X, Y)
-/// computes the BM×BN block at (Y·BM, X·BN); plane p (`UNIT_POS_Y`) the fragment at row
-/// `(p / WN)·M` and column `(p % WN)·N` of it.
+/// computes the BM×BN block at (Y·BM, X·BN); plane p (`UNIT_POS_Y`) the TM×TN fragments from
+/// row `(p / WN)·TM·M` and column `(p % WN)·TN·N` of it.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
@@ -56,16 +58,22 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     let plane_row = UNIT_POS_Y / comptime!(config.wn);
     let plane_col = UNIT_POS_Y % comptime!(config.wn);
 
-    let acc = cmma::Matrix::<A>::from_value(
-        MatrixIdent::Accumulator,
-        comptime!(fm as usize),
-        comptime!(fn_ as usize),
-        comptime!(fk as usize),
-        MatrixLayout::Undefined,
-        A::new(0.0),
-    );
-    let a_start = (plane_row * fm) as usize;
-    let b_start = (plane_col * fn_) as usize;
+    let (tm, tn) = comptime!((config.tm as usize, config.tn as usize));
+    // The plane's fragments of C, row-major: fragment (i, j) is `acc[i·TN + j]`.
+    let mut acc = Sequence::<cmma::Matrix<A>>::new();
+    #[unroll]
+    for _ in 0..comptime!(tm * tn) {
+        acc.push(cmma::Matrix::<A>::from_value(
+            MatrixIdent::Accumulator,
+            comptime!(fm as usize),
+            comptime!(fn_ as usize),
+            comptime!(fk as usize),
+            MatrixLayout::Undefined,
+            A::new(0.0),
+        ));
+    }
+    let a_start = plane_row * comptime!(tm as u32 * fm);
+    let b_start = plane_col * comptime!(tn as u32 * fn_);
 
     // Every unit runs every trip (the planes share the staged tiles across barriers); at most
     // LOOP_TRIP_LIMIT of them (k_per_trip = K): the host splits K.
@@ -88,36 +96,61 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
             layouts,
             packed_bf16,
         );
-        let frag_a = cmma::Matrix::<F>::from_slice(
-            MatrixIdent::A,
-            comptime!(fm as usize),
-            comptime!(fn_ as usize),
-            comptime!(fk as usize),
-            MatrixLayout::ColMajor,
-            &tile_a.slice(a_start, comptime!((bm * fk) as usize)),
-            bm,
-        );
-        let frag_b = cmma::Matrix::<F>::from_slice(
-            MatrixIdent::B,
-            comptime!(fm as usize),
-            comptime!(fn_ as usize),
-            comptime!(fk as usize),
-            MatrixLayout::RowMajor,
-            &tile_b.slice(b_start, comptime!((fk * bn) as usize)),
-            bn,
-        );
-        cmma::execute::<F, F, A, A>(&frag_a, &frag_b, &acc, &acc);
+        let mut frags_a = Sequence::<cmma::Matrix<F>>::new();
+        #[unroll]
+        for i in 0..tm {
+            frags_a.push(cmma::Matrix::<F>::from_slice(
+                MatrixIdent::A,
+                comptime!(fm as usize),
+                comptime!(fn_ as usize),
+                comptime!(fk as usize),
+                MatrixLayout::ColMajor,
+                &tile_a.slice(
+                    (a_start + comptime!(i as u32 * fm)) as usize,
+                    comptime!((bm * fk) as usize),
+                ),
+                bm,
+            ));
+        }
+        #[unroll]
+        for j in 0..tn {
+            let frag_b = cmma::Matrix::<F>::from_slice(
+                MatrixIdent::B,
+                comptime!(fm as usize),
+                comptime!(fn_ as usize),
+                comptime!(fk as usize),
+                MatrixLayout::RowMajor,
+                &tile_b.slice(
+                    (b_start + comptime!(j as u32 * fn_)) as usize,
+                    comptime!((fk * bn) as usize),
+                ),
+                bn,
+            );
+            #[unroll]
+            for i in 0..tm {
+                let acc_ij = acc.index(comptime!(i * tn + j));
+                cmma::execute::<F, F, A, A>(frags_a.index(i), &frag_b, acc_ij, acc_ij);
+            }
+        }
         // Nobody may restage the tiles while a plane still loads its fragments.
         sync_cube();
     }
 
-    let c_start = (plane_row * fm * bn + plane_col * fn_) as usize;
-    cmma::store(
-        &mut tile_c.slice_mut(c_start, comptime!((bm * bn) as usize)),
-        &acc,
-        bn,
-        MatrixLayout::RowMajor,
-    );
+    #[unroll]
+    for i in 0..tm {
+        #[unroll]
+        for j in 0..tn {
+            let c_start = (a_start + comptime!(i as u32 * fm)) * bn
+                + b_start
+                + comptime!(j as u32 * fn_);
+            cmma::store(
+                &mut tile_c.slice_mut(c_start as usize, comptime!((bm * bn) as usize)),
+                acc.index(comptime!(i * tn + j)),
+                bn,
+                MatrixLayout::RowMajor,
+            );
+        }
+    }
     sync_cube();
     #[unroll]
     for i in 0..comptime!(bm * bn / units) {
@@ -138,8 +171,8 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
 /// The matrix-unit rung.
 pub struct Tensorcore;
 
-/// The matrix-unit rung's settings: the fragment shape, the planes per cube and the plane
-/// width the launch is laid out for.
+/// The matrix-unit rung's settings: the fragment shape, the planes per cube, the fragments per
+/// plane and the plane width the launch is laid out for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct TensorcoreConfig {
     /// Rows of a fragment of A and C.
@@ -152,21 +185,25 @@ pub struct TensorcoreConfig {
     pub wm: u32,
     /// Planes per cube along the columns of C.
     pub wn: u32,
+    /// Fragments per plane along the rows of C.
+    pub tm: u32,
+    /// Fragments per plane along the columns of C.
+    pub tn: u32,
     /// Units per plane (the device's warp, wavefront or subgroup width).
     pub plane: u32,
 }
 
 impl TensorcoreConfig {
-    const KEYS: [&'static str; 6] = ["m", "n", "k", "wm", "wn", "plane"];
+    const KEYS: [&'static str; 8] = ["m", "n", "k", "wm", "wn", "tm", "tn", "plane"];
 
     /// Rows of C per cube.
     pub fn bm(&self) -> u32 {
-        self.wm * self.m
+        self.wm * self.tm * self.m
     }
 
     /// Columns of C per cube.
     pub fn bn(&self) -> u32 {
-        self.wn * self.n
+        self.wn * self.tn * self.n
     }
 
     /// Units per cube.
@@ -212,13 +249,20 @@ impl Rung for Tensorcore {
             .iter()
             .flat_map(|&(m, n, k, plane)| {
                 [(1, 1), (2, 2), (4, 2), (2, 4)]
-                    .map(|(wm, wn)| TensorcoreConfig {
-                        m,
-                        n,
-                        k,
-                        wm,
-                        wn,
-                        plane,
+                    .into_iter()
+                    .flat_map(move |(wm, wn)| {
+                        // A 2×2 warp tile of fragments per plane first (a fallback to
+                        // another plane width takes the first), or one fragment.
+                        [(2, 2), (1, 1)].map(|(tm, tn)| TensorcoreConfig {
+                            m,
+                            n,
+                            k,
+                            wm,
+                            wn,
+                            tm,
+                            tn,
+                            plane,
+                        })
                     })
             })
             .filter(|c| c.divides() && c.units() <= 1024)
@@ -232,6 +276,8 @@ impl Rung for Tensorcore {
             k: 16,
             wm: 2,
             wn: 2,
+            tm: 2,
+            tn: 2,
             plane: 32,
         }
     }
@@ -244,15 +290,17 @@ impl Rung for Tensorcore {
             k: v[2],
             wm: v[3],
             wn: v[4],
-            plane: v[5],
+            tm: v[5],
+            tn: v[6],
+            plane: v[7],
         };
         super::one_of(config, Self::configs(), Self::show)
     }
 
     fn show(c: &TensorcoreConfig) -> String {
         format!(
-            "m={}:n={}:k={}:wm={}:wn={}:plane={}",
-            c.m, c.n, c.k, c.wm, c.wn, c.plane
+            "m={}:n={}:k={}:wm={}:wn={}:tm={}:tn={}:plane={}",
+            c.m, c.n, c.k, c.wm, c.wn, c.tm, c.tn, c.plane
         )
     }
 
