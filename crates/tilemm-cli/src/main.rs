@@ -44,7 +44,8 @@ enum Command {
         /// Threads per block along each axis (8, 16, 32): short for `--kernel RUNG:tpb=T`.
         #[arg(long)]
         tpb: Option<u32>,
-        /// Element type of A and B (and C): f32, f16, bf16 or f64.
+        /// Element type of A and B (and C): f32, f16, bf16, tf32 (f32 data on tf32 matrix
+        /// units, C in f32) or f64.
         #[arg(long, default_value = "f32")]
         dtype: DType,
     },
@@ -164,7 +165,9 @@ struct RunArgs {
     /// β in C = α·A·B + β·C; C then starts random (uniform in [-1, 1)). 0 leaves C unread.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     beta: f64,
-    /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32) or f64.
+    /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32), tf32 (f32 data
+    /// multiplied by tf32 matrix units, NVIDIA sm_80 and later through cuda; never chosen
+    /// for f32) or f64.
     #[arg(long, default_value = "f32", conflicts_with = "a")]
     dtype: DType,
     /// Seed of the random inputs (uniform in [-1, 1)).
@@ -212,10 +215,11 @@ struct BenchArgs {
     /// Timed runs per measurement (after one warm-up run).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32) or f64. Rungs that do
-    /// not compute it are left out with a note (named ones are refused), and so are peers that
-    /// do not (rocBLAS is measured in f32 only; a cubek-matmul strategy the device cannot run
-    /// in it is skipped with a note).
+    /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32), tf32 (f32 data on
+    /// tf32 matrix units) or f64. Rungs that do not compute it are left out with a note (named
+    /// ones are refused), and so are peers that do not (rocBLAS is measured in f32 only; a
+    /// cubek-matmul strategy the device cannot run in it, or that computes another precision,
+    /// such as its tensor-core strategies' tf32 for f32, is skipped with a note).
     #[arg(long, default_value = "f32")]
     dtype: DType,
     /// The device's peak GFLOPS for --dtype, for the "% peak" column where tilemm's datasheet
@@ -228,8 +232,10 @@ struct BenchArgs {
     #[command(flatten)]
     tune: TuneArgs,
     /// Also measure the peers on the same device: CubeCL's own matmul (cubek-matmul 0.2) in
-    /// its auto, simple-unit, double-unit and naive strategies (a build with --features peers).
-    /// The CPU path, and cuBLAS or rocBLAS on CUDA or HIP, are always measured.
+    /// its auto, unit (simple, double), naive and tensor-core (simple cmma; simple, double,
+    /// double-async and specialized mma) strategies, each where it computes --dtype (its
+    /// tensor cores turn f32 into tf32) (a build with --features peers). The CPU path, and
+    /// cuBLAS or rocBLAS on CUDA or HIP, are always measured.
     #[arg(long)]
     peers: bool,
     /// Write a plot of GFLOPS against size, one line per implementation, to STEM.svg and
@@ -611,6 +617,12 @@ fn bench_command(args: BenchArgs) -> CommandResult {
         args.sizes.clone()
     };
     let precision = Precision::of(args.dtype);
+    // tf32 promises matrix units: refused, in one line, where there are none.
+    match info {
+        Some(info) => info.types.check(precision, &info.name)?,
+        None if args.dtype == DType::TF32 => Err(tilemm::device::no_tf32("the CPU path"))?,
+        None => {}
+    }
     let problems = sizes
         .iter()
         .map(|&Size(m, k, n)| {
@@ -741,9 +753,10 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 None => {}
             }
             say!(
-                "{:<16} {:<width$} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
+                "{:<16} {:<width$} {:<9} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
                 "size",
                 "implementation",
+                "computes",
                 "median ms",
                 "min ms",
                 "GFLOPS",
@@ -752,7 +765,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             );
         }
         Format::Csv => say!(
-            "m,k,n,dtype,implementation,median_ms,min_ms,gflops,percent_of_peak,timing,verified"
+            "m,k,n,dtype,implementation,computed,median_ms,min_ms,gflops,percent_of_peak,timing,verified"
         ),
         Format::Json => {}
     }
@@ -857,9 +870,10 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             match format {
                 Format::Table => bar.suspend(|| {
                     say(format_args!(
-                        "{:<16} {:<width$} {:>11.3} {:>11.3} {:>10.2} {:>7}  {:<18} {check}",
+                        "{:<16} {:<width$} {:<9} {:>11.3} {:>11.3} {:>10.2} {:>7}  {:<18} {check}",
                         size_name(problem),
                         m.implementation,
+                        m.computed.short_name(),
                         m.median_ms,
                         m.min_ms,
                         m.gflops,
@@ -869,12 +883,13 @@ fn bench_command(args: BenchArgs) -> CommandResult {
                 })?,
                 Format::Csv => bar.suspend(|| {
                     say(format_args!(
-                        "{},{},{},{},\"{}\",{},{},{},{},{},{}",
+                        "{},{},{},{},\"{}\",{},{},{},{},{},{},{}",
                         problem.m,
                         problem.k,
                         problem.n,
                         args.dtype,
                         m.implementation.replace('"', "\"\""),
+                        m.computed.short_name(),
                         m.median_ms,
                         m.min_ms,
                         m.gflops,

@@ -599,14 +599,17 @@ fn bench_tunes_auto_writes_csv_and_a_plot() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("m,k,n,dtype,implementation,median_ms,min_ms,gflops,percent_of_peak,timing,verified")
+        Some(
+            "m,k,n,dtype,implementation,computed,median_ms,min_ms,gflops,percent_of_peak,timing,\
+             verified"
+        )
     );
     let rows: Vec<Vec<String>> = lines.map(csv_fields).collect();
-    // auto, naive and the CPU at each size.
+    // auto, naive and the CPU at each size, each computing the f32 asked for.
     assert_eq!(rows.len(), 6, "{text}");
     assert!(
         rows.iter()
-            .all(|r| r.len() == 11 && r[3] == "f32" && r[10] == "true"),
+            .all(|r| r.len() == 12 && r[3] == "f32" && r[5] == "f32" && r[11] == "true"),
         "{text}"
     );
     assert!(rows[0][4].starts_with("\"auto → "), "{text}");
@@ -644,20 +647,50 @@ fn bench_measures_other_dtypes_and_each_gpu_row_against_the_peak_given() {
     // naive, register and the CPU, all in f16 and verified.
     assert_eq!(rows.len(), 3, "{text}");
     for row in &rows {
-        assert_eq!((&*row[3], &*row[10]), ("f16", "true"), "{text}");
+        assert_eq!(
+            (&*row[3], &*row[5], &*row[11]),
+            ("f16", "f16", "true"),
+            "{text}"
+        );
     }
     for row in &rows[..2] {
-        let gflops: f64 = row[7].parse().unwrap();
-        let percent: f64 = row[8].parse().unwrap();
+        let gflops: f64 = row[8].parse().unwrap();
+        let percent: f64 = row[9].parse().unwrap();
         assert!(
             (percent - 2.0 * gflops).abs() <= 1e-9 * percent.max(1.0),
             "{text}"
         );
     }
     // The CPU is not measured against the GPU's peak.
-    assert_eq!(rows[2][8], "", "{text}");
+    assert_eq!(rows[2][9], "", "{text}");
     assert_refused(&["bench", "--peak", "0"], &["--peak"]);
     assert_refused(&["bench", "--dtype", "f8"], &["--dtype"]);
+}
+
+#[test]
+fn tf32_is_refused_in_one_line_where_there_are_no_tf32_matrix_units() {
+    // Lavapipe has no tf32 unit, and neither has the CPU path: nothing would compute tf32, and
+    // f32 must not be passed off as it.
+    for args in [
+        &["run", "--dtype", "tf32", "-m", "16", "-k", "16", "-n", "16"][..],
+        &["run", "--dtype", "tf32", "--backend", "cpu"],
+        &["bench", "--dtype", "tf32", "--sizes", "16", "--repeat", "1"],
+        &[
+            "bench",
+            "--dtype",
+            "tf32",
+            "--backend",
+            "cpu",
+            "--sizes",
+            "16",
+        ],
+    ] {
+        assert_refused(
+            args,
+            &["cannot compute in tf32", "tf32 matrix units", "--dtype f32"],
+        );
+    }
+    assert_refused(&["run", "--dtype", "tf33"], &["tf32"]);
 }
 
 #[test]
@@ -722,14 +755,24 @@ fn bench_peers_run_in_the_dtype_measured_or_are_skipped_with_a_note() {
         assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
         text
     };
-    // f16 inputs and output, f32 accumulation: cubek-matmul computes them here.
+    // f16 inputs and output, f32 accumulation: cubek-matmul's unit strategies and auto compute
+    // them here; its tensor-core strategies where the device has matrix units (lavapipe 26),
+    // else each is a note.
     let text = bench("f16");
     let rows: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("cubek-matmul"))
+        .filter(|l| l.contains("cubek-matmul") && !l.starts_with("note:"))
         .collect();
-    assert_eq!(rows.len(), 4, "{text}");
+    assert!(rows.len() >= 4, "{text}");
     assert!(rows.iter().all(|l| l.ends_with("PASS")), "{text}");
+    for unit in ["auto (", "simple-unit", "double-unit", "naive"] {
+        assert!(rows.iter().any(|l| l.contains(unit)), "{unit}: {text}");
+    }
+    let notes = text
+        .lines()
+        .filter(|l| l.starts_with("note: cubek-matmul"))
+        .count();
+    assert_eq!(rows.len() + notes, 9, "{text}");
     // Where the device has no bf16 type (lavapipe; tilemm packs bf16 there), each strategy is a
     // note, not a row.
     let text = bench("bf16");
@@ -738,7 +781,7 @@ fn bench_peers_run_in_the_dtype_measured_or_are_skipped_with_a_note() {
         .filter(|l| l.contains("cubek-matmul") && l.ends_with("PASS"))
         .count();
     assert!(
-        passed == 4 || (passed == 0 && text.contains("needs a bf16 type")),
+        passed >= 4 || (passed == 0 && text.contains("needs a bf16 type")),
         "{text}"
     );
 }

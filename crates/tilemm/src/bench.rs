@@ -26,14 +26,17 @@ pub struct Workload<'a> {
 }
 
 impl<'a> Workload<'a> {
-    /// The operands of `problem` and their reference, computed as `plan` says
-    /// ([`crate::run::plan_host_memory`] fits it to the host).
+    /// The operands of `problem` (tilemm's random data, from
+    /// [`crate::inputs::random_operands`]) and their reference, computed as `plan` says
+    /// ([`crate::run::plan_host_memory`] fits it to the host). Every result is held to the
+    /// bound and to the precision limit of random inputs, so that no row computed in a lower
+    /// precision than its label passes.
     pub fn new(problem: &Problem, operands: &'a Operands, plan: ReferencePlan) -> Result<Self> {
         let Operands { a, b, c0 } = operands;
         Ok(Workload {
             problem: *problem,
             operands,
-            reference: Reference::with_plan(problem, a, b, c0.as_ref(), plan)?,
+            reference: Reference::with_plan(problem, a, b, c0.as_ref(), plan)?.random_inputs(),
         })
     }
 }
@@ -45,6 +48,8 @@ pub struct Measurement {
     pub implementation: String,
     /// The product.
     pub problem: Problem,
+    /// The precision it computed: the problem's, except the CPU path's f32 in a tf32 run.
+    pub computed: crate::problem::Precision,
     /// How the times were taken: "device timestamps", "host clock".
     pub timing: &'static str,
     /// Each timed run, in milliseconds.
@@ -78,6 +83,7 @@ pub(crate) fn measurement(
     Measurement {
         implementation,
         problem: *problem,
+        computed: problem.precision,
         timing,
         min_ms: sorted[0],
         gflops: problem.flops() / (median_ms * 1e-3) / 1e9,
@@ -162,13 +168,16 @@ pub fn cpu_gemm(work: &Workload, repeat: usize) -> Result<Measurement> {
         samples.push(start.elapsed().as_secs_f64() * 1e3);
         drop(c);
     }
-    Ok(measurement(
+    let mut m = measurement(
         format!("cpu ({}, {} threads)", cpu::CPU_GEMM, cpu::threads()),
         problem,
         "host clock",
         samples,
         verified,
-    ))
+    );
+    // tf32 inputs are multiplied in f32 here.
+    m.computed.input = m.computed.input.storage();
+    Ok(m)
 }
 
 #[cfg(test)]

@@ -63,6 +63,8 @@ pub struct TypeSupport {
     pub bf16: bool,
     /// Arithmetic and buffers of f64 (Vulkan `shaderFloat64`; WGSL has none).
     pub f64: bool,
+    /// Matrix units that multiply tf32 (NVIDIA sm_80 and later, through CUDA).
+    pub tf32: bool,
 }
 
 impl TypeSupport {
@@ -75,15 +77,28 @@ impl TypeSupport {
                     "64-bit floats (shaderFloat64; WGSL has none, so wgpu needs a Vulkan adapter on \
                      CubeCL's SPIR-V path)"
                 }
+                DType::TF32 if !self.tf32 => return Err(no_tf32(device)),
                 _ => continue,
             };
             return Err(Error::TypeUnavailable {
                 dtype,
                 device: device.to_string(),
                 missing,
+                remedy: "try --backend cpu, or another --dtype",
             });
         }
         Ok(())
+    }
+}
+
+/// The refusal of tf32 on `device` (a GPU without tf32 matrix units, or the CPU).
+pub fn no_tf32(device: &str) -> Error {
+    Error::TypeUnavailable {
+        dtype: DType::TF32,
+        device: device.to_string(),
+        missing: "tf32 matrix units (NVIDIA tensor cores from sm_80 on, in a build with the cuda \
+                  feature)",
+        remedy: "--dtype f32 computes in f32, on every device",
     }
 }
 
@@ -138,8 +153,14 @@ pub struct DeviceInfo {
     /// operations (broadcasts) are available; 0 otherwise. (In listings, which do not open the
     /// device: the largest width where plane operations exist.)
     pub plane_size: u32,
-    /// The matrix units it registers (known once the device is open; none in listings).
+    /// The matrix units it registers for CubeCL's `cmma` (fragments the runtime lays out;
+    /// known once the device is open; none in listings).
     pub matrix_units: Vec<MatrixUnit>,
+    /// The matrix units it registers for manual MMA (`mma.sync` on CUDA: fragments in
+    /// registers the kernel lays out itself; known once the device is open).
+    pub register_mma: Vec<MatrixUnit>,
+    /// Asynchronous copies from global to shared memory (`cp.async`, CUDA sm_80 and later).
+    pub copy_async: bool,
 }
 
 /// A device with the given index and kind and no limits, for tests of selection and planning.
@@ -164,6 +185,8 @@ pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
         types: TypeSupport::default(),
         plane_size: 0,
         matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
     }
 }
 

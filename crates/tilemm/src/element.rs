@@ -113,7 +113,7 @@ impl HostData {
         T::slice(self)
     }
 
-    /// `values` rounded to `dtype`.
+    /// `values` rounded to `dtype`'s storage (tf32 data are f32 values).
     pub fn from_f64(dtype: DType, values: impl Iterator<Item = f64>) -> HostData {
         fn collect<T: Element>(values: impl Iterator<Item = f64>) -> HostData {
             T::wrap(values.map(T::from_f64).collect())
@@ -121,7 +121,7 @@ impl HostData {
         match dtype {
             DType::F16 => collect::<f16>(values),
             DType::BF16 => collect::<bf16>(values),
-            DType::F32 => collect::<f32>(values),
+            DType::F32 | DType::TF32 => collect::<f32>(values),
             DType::F64 => collect::<f64>(values),
         }
     }

@@ -38,7 +38,7 @@ pub enum Error {
     Precision(String),
 
     /// The device lacks an element type the precision needs.
-    #[error("{device} cannot compute in {dtype}: it has no {missing} (try --backend cpu, or another --dtype)")]
+    #[error("{device} cannot compute in {dtype}: it has no {missing} ({remedy})")]
     TypeUnavailable {
         /// The type.
         dtype: crate::problem::DType,
@@ -46,6 +46,8 @@ pub enum Error {
         device: String,
         /// The feature it lacks.
         missing: &'static str,
+        /// What to do instead.
+        remedy: &'static str,
     },
 
     /// The inner dimensions of A and B differ.

@@ -121,11 +121,13 @@ pub(crate) fn type_support<R: Runtime>(client: &ComputeClient<R>, vendor_f64: bo
         f16: arithmetic(FloatKind::F16),
         bf16: arithmetic(FloatKind::BF16),
         f64: vendor_f64 || arithmetic(FloatKind::F64),
+        // Known once the matrix units are (`Session::new`).
+        tf32: false,
     }
 }
 
-/// The cmma configurations a runtime registers, in tilemm's types (those of other types, such
-/// as integer or tf32 units, are left out: no rung uses them).
+/// The matrix-multiply configurations a runtime registers (cmma's or manual MMA's), in
+/// tilemm's types (integer and 8-bit float units are left out: no rung uses them).
 fn matrix_units(
     cmma: &std::collections::BTreeSet<cubecl::ir::features::MmaConfig>,
 ) -> Vec<MatrixUnit> {
@@ -133,6 +135,7 @@ fn matrix_units(
         StorageType::Scalar(ElemType::Float(FloatKind::F16)) => Some(DType::F16),
         StorageType::Scalar(ElemType::Float(FloatKind::BF16)) => Some(DType::BF16),
         StorageType::Scalar(ElemType::Float(FloatKind::F32)) => Some(DType::F32),
+        StorageType::Scalar(ElemType::Float(FloatKind::TF32)) => Some(DType::TF32),
         _ => None,
     };
     cmma.iter()
@@ -167,7 +170,15 @@ impl<R: Runtime> Session<R> {
         } else {
             0
         };
-        info.matrix_units = matrix_units(&props.features.matmul.cmma);
+        let matmul = &props.features.matmul;
+        info.matrix_units = matrix_units(&matmul.cmma);
+        info.register_mma = matrix_units(&matmul.mma);
+        info.copy_async = props.features.copy_async;
+        info.types.tf32 = info
+            .matrix_units
+            .iter()
+            .chain(&info.register_mma)
+            .any(|u| u.a == DType::TF32);
         Session { client, info }
     }
 
@@ -646,7 +657,8 @@ impl<R: Runtime> Session<R> {
         let element = match dtype {
             DType::F16 => half::f16::as_type_native_unchecked(),
             DType::BF16 => half::bf16::as_type_native_unchecked(),
-            DType::F32 => f32::as_type_native_unchecked(),
+            // cubek-matmul takes tf32 as f32 data, and rounds it on its tensor-core paths.
+            DType::F32 | DType::TF32 => f32::as_type_native_unchecked(),
             DType::F64 => f64::as_type_native_unchecked(),
         }
         .storage_type();

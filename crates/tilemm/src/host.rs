@@ -272,12 +272,12 @@ pub fn with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
-/// `len` zeros of `dtype`; see [`zeros`].
+/// `len` zeros of `dtype`'s storage; see [`zeros`].
 pub fn zeros_of(dtype: DType, len: usize, what: &str) -> Result<HostData> {
     Ok(match dtype {
         DType::F16 => HostData::F16(zeros(len, what)?),
         DType::BF16 => HostData::BF16(zeros(len, what)?),
-        DType::F32 => HostData::F32(zeros(len, what)?),
+        DType::F32 | DType::TF32 => HostData::F32(zeros(len, what)?),
         DType::F64 => HostData::F64(zeros(len, what)?),
     })
 }

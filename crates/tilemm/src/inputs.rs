@@ -627,7 +627,7 @@ fn npy_header(dtype: DType, fortran: bool, shape: &[usize]) -> Vec<u8> {
     };
     let kind = match dtype {
         DType::F16 | DType::BF16 => "f2",
-        DType::F32 => "f4",
+        DType::F32 | DType::TF32 => "f4",
         DType::F64 => "f8",
     };
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();

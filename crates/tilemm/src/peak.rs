@@ -2,8 +2,9 @@
 //! is from what the silicon can do, not only from another program.
 //!
 //! The figures are the vendors' datasheet peaks at boost clock, dense (no structured sparsity),
-//! for the fastest units that compute the precision: tensor cores or matrix cores for f16 and
-//! bf16 inputs (accumulated in f32), the larger of the vector and matrix rates for f32 and f64.
+//! for the fastest units that compute the precision: tensor cores or matrix cores for f16,
+//! bf16 and tf32 inputs (accumulated in f32), the larger of the vector and matrix rates for f32
+//! and f64 (tf32 is not f32: an f32 figure never counts tf32 units).
 //! They are ceilings: sustained clocks under a GEMM load sit below boost, so even vendor BLAS
 //! stays under 100%. A device not in the table (lavapipe and other CPU adapters among them) has
 //! no known peak; `tilemm bench --peak` supplies one.
@@ -28,7 +29,8 @@ impl Peak {
     }
 }
 
-/// One datasheet entry: TFLOPS for f32, f64 and 16-bit inputs with f32 accumulation.
+/// One datasheet entry: TFLOPS for f32, f64, 16-bit inputs with f32 accumulation, and tf32
+/// (where the device has tf32 matrix units).
 struct Datasheet {
     /// Every word must occur in the device's name (case-insensitive).
     words: &'static [&'static str],
@@ -37,6 +39,7 @@ struct Datasheet {
     f32: f64,
     f64: f64,
     half: f64,
+    tf32: Option<f64>,
 }
 
 /// The first entry whose words match wins: more specific names come first.
@@ -47,6 +50,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 51.2,
         f64: 51.2,
         half: 756.0,
+        tf32: Some(378.0),
     },
     Datasheet {
         words: &["h100", "nvl"],
@@ -54,6 +58,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 60.0,
         f64: 60.0,
         half: 835.0,
+        tf32: Some(417.5),
     },
     Datasheet {
         words: &["h200", "nvl"],
@@ -61,6 +66,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 60.0,
         f64: 60.0,
         half: 835.0,
+        tf32: Some(417.5),
     },
     // "NVIDIA H100 80GB HBM3" is the SXM5 board; the H200 SXM has the same compute.
     Datasheet {
@@ -69,6 +75,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 66.9,
         f64: 66.9,
         half: 989.4,
+        tf32: Some(494.7),
     },
     Datasheet {
         words: &["h200"],
@@ -76,6 +83,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 66.9,
         f64: 66.9,
         half: 989.4,
+        tf32: Some(494.7),
     },
     Datasheet {
         words: &["a100"],
@@ -83,6 +91,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 19.5,
         f64: 19.5,
         half: 312.0,
+        tf32: Some(156.0),
     },
     Datasheet {
         words: &["mi300x"],
@@ -90,6 +99,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 163.4,
         f64: 163.4,
         half: 1307.4,
+        tf32: Some(653.7),
     },
     Datasheet {
         words: &["mi250x"],
@@ -97,6 +107,7 @@ const DATASHEETS: &[Datasheet] = &[
         f32: 95.7,
         f64: 95.7,
         half: 383.0,
+        tf32: None,
     },
 ];
 
@@ -110,6 +121,7 @@ pub fn datasheet(device: &str, precision: Precision) -> Option<Peak> {
         (DType::F32, DType::F32) => (entry.f32, "f32"),
         (DType::F64, DType::F64) => (entry.f64, "f64"),
         (DType::F16 | DType::BF16, DType::F32) => (entry.half, "16-bit inputs, f32 accumulation"),
+        (DType::TF32, DType::F32) => (entry.tf32?, "tf32 inputs, f32 accumulation"),
         _ => return None,
     };
     Some(Peak {
@@ -158,6 +170,10 @@ mod tests {
             datasheet(h100, Precision::of(DType::F64)).unwrap().gflops,
             66_900.0
         );
+        // tf32 is its own column: half the 16-bit rate on NVIDIA, none where there is no unit.
+        let tf32 = Precision::of(DType::TF32);
+        assert_eq!(datasheet(h100, tf32).unwrap().gflops, 494_700.0);
+        assert_eq!(datasheet("AMD Instinct MI250X", tf32), None);
     }
 
     #[test]

@@ -21,17 +21,33 @@ pub enum DType {
     F32,
     /// IEEE 754 binary64.
     F64,
+    /// TensorFloat-32: binary32's exponent with an 11-bit significand, the input type of
+    /// NVIDIA's tf32 matrix units. Stored as f32 (A and B are f32 data); the matrix units
+    /// multiply them rounded to tf32. An input type only: its products accumulate in f32.
+    #[serde(rename = "tf32")]
+    TF32,
 }
 
 impl DType {
     /// Every element type, by size.
-    pub const ALL: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
+    pub const ALL: [DType; 5] = [DType::F16, DType::BF16, DType::TF32, DType::F32, DType::F64];
 
-    /// Bytes per element.
+    /// The types buffers hold (tf32 is stored as f32).
+    pub const STORED: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
+
+    /// The type a buffer of this type holds: f32 for tf32, else the type itself.
+    pub fn storage(self) -> DType {
+        match self {
+            DType::TF32 => DType::F32,
+            other => other,
+        }
+    }
+
+    /// Bytes per element, as stored.
     pub fn size_bytes(self) -> usize {
         match self {
             DType::F16 | DType::BF16 => 2,
-            DType::F32 => 4,
+            DType::F32 | DType::TF32 => 4,
             DType::F64 => 8,
         }
     }
@@ -39,10 +55,22 @@ impl DType {
     /// Bits of significand, the implicit one included.
     pub fn significand_bits(self) -> u32 {
         match self {
-            DType::F16 => 11,
+            DType::F16 | DType::TF32 => 11,
             DType::BF16 => 8,
             DType::F32 => f32::MANTISSA_DIGITS,
             DType::F64 => f64::MANTISSA_DIGITS,
+        }
+    }
+
+    /// The largest relative error of turning stored values into this type inside a kernel:
+    /// 0 for every type but tf32, whose f32 inputs the matrix units take rounded. 2⁻¹⁰, twice
+    /// tf32's unit roundoff, because hardware that reads an f32 register as tf32 truncates
+    /// (tilemm's kernels round to nearest, within 2⁻¹¹; cuBLAS's and cubek-matmul's are
+    /// checked under the same bound).
+    pub fn input_rounding(self) -> f64 {
+        match self {
+            DType::TF32 => 2.0 * self.unit_roundoff(),
+            _ => 0.0,
         }
     }
 
@@ -58,7 +86,7 @@ impl DType {
         match self {
             DType::F16 => f64::from(half::f16::MIN_POSITIVE),
             DType::BF16 => f64::from(half::bf16::MIN_POSITIVE),
-            DType::F32 => f64::from(f32::MIN_POSITIVE),
+            DType::F32 | DType::TF32 => f64::from(f32::MIN_POSITIVE),
             DType::F64 => f64::MIN_POSITIVE,
         }
     }
@@ -69,6 +97,8 @@ impl DType {
             DType::F16 => f64::from(half::f16::MAX),
             DType::BF16 => f64::from(half::bf16::MAX),
             DType::F32 => f64::from(f32::MAX),
+            // (2 − 2⁻¹⁰)·2¹²⁷.
+            DType::TF32 => f64::from(f32::from_bits(0x7f7f_e000)),
             DType::F64 => f64::MAX,
         }
     }
@@ -85,6 +115,7 @@ impl DType {
             DType::F16 => f64::from(half::f16::from_f64(x)),
             DType::BF16 => f64::from(half::bf16::from_f64(x)),
             DType::F32 => f64::from(x as f32),
+            DType::TF32 => f64::from(round_to_tf32(x as f32)),
             DType::F64 => x,
         }
     }
@@ -94,6 +125,7 @@ impl DType {
         match self {
             DType::F16 => "f16",
             DType::BF16 => "bf16",
+            DType::TF32 => "tf32",
             DType::F32 => "f32",
             DType::F64 => "f64",
         }
@@ -113,8 +145,21 @@ impl FromStr for DType {
         DType::ALL
             .into_iter()
             .find(|d| d.name() == s)
-            .ok_or_else(|| format!("unknown dtype '{s}' (choose one of: f16, bf16, f32, f64)"))
+            .ok_or_else(|| {
+                format!("unknown dtype '{s}' (choose one of: f16, bf16, tf32, f32, f64)")
+            })
     }
+}
+
+/// `x` rounded to tf32's 10 stored mantissa bits, to nearest with ties away from zero (CUDA's
+/// `cvt.rna.tf32.f32`); infinities and NaN pass through.
+pub fn round_to_tf32(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    // Adding half of the last kept bit carries into the exponent where it must, up to
+    // infinity past f32's largest value, as the hardware does.
+    f32::from_bits((x.to_bits() + 0x1000) & !0x1fff)
 }
 
 /// The element types of a product: inputs A and B, the accumulator of the dot products, and C.
@@ -136,33 +181,48 @@ impl Precision {
         output: DType::F32,
     };
 
-    /// The precision with inputs and output of `dtype`: half types accumulate in f32.
+    /// The precision with inputs and output of `dtype`: half types and tf32 accumulate in f32,
+    /// and tf32's C is f32.
     pub fn of(dtype: DType) -> Precision {
         let accumulate = match dtype {
-            DType::F16 | DType::BF16 | DType::F32 => DType::F32,
+            DType::F16 | DType::BF16 | DType::F32 | DType::TF32 => DType::F32,
             DType::F64 => DType::F64,
         };
         Precision {
             input: dtype,
             accumulate,
-            output: dtype,
+            output: dtype.storage(),
         }
     }
 
     /// Inputs of `input` with C in `output`: the output is the input type, or f32 for half
-    /// inputs (f16/f32/{f16, f32}, bf16/f32/{bf16, f32}, f32/f32/f32, f64/f64/f64).
+    /// inputs (f16/f32/{f16, f32}, bf16/f32/{bf16, f32}, tf32/f32/f32, f32/f32/f32,
+    /// f64/f64/f64).
     pub fn new(input: DType, output: DType) -> Result<Precision> {
-        let precision = Precision {
-            output,
-            ..Precision::of(input)
-        };
-        if output == input || output == precision.accumulate {
-            Ok(precision)
+        let natural = Precision::of(input);
+        if output == natural.output || output == natural.accumulate {
+            Ok(Precision { output, ..natural })
         } else {
+            let results = if natural.output == natural.accumulate {
+                natural.output.to_string()
+            } else {
+                format!("{} or {}", natural.output, natural.accumulate)
+            };
             Err(Error::Precision(format!(
-                "{input} inputs give {input} or {} results, not {output}",
-                precision.accumulate
+                "{input} inputs give {results} results, not {output}"
             )))
+        }
+    }
+}
+
+impl Precision {
+    /// The precision in one word: its input type, or input→output where C's type differs
+    /// (`f16→f32`; tf32's C is f32, so `tf32`).
+    pub fn short_name(&self) -> String {
+        if self.output == self.input.storage() {
+            self.input.to_string()
+        } else {
+            format!("{}→{}", self.input, self.output)
         }
     }
 }
@@ -803,5 +863,40 @@ mod tests {
             f64::from(half::bf16::EPSILON) / 2.0
         );
         assert_eq!(DType::F16.exact_integer_limit(), 2048.0);
+        assert_eq!(DType::TF32.unit_roundoff(), 2f64.powi(-11));
+    }
+
+    #[test]
+    fn tf32_is_an_f32_stored_input_type_rounded_to_nearest() {
+        let p = Precision::of(DType::TF32);
+        assert_eq!((p.accumulate, p.output), (DType::F32, DType::F32));
+        assert_eq!(p.input.storage(), DType::F32);
+        assert!(Precision::new(DType::TF32, DType::F32).is_ok());
+        let err = Precision::new(DType::TF32, DType::TF32)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tf32 inputs give f32 results"), "{err}");
+        assert_eq!("tf32".parse::<DType>(), Ok(DType::TF32));
+        // 1 + 2⁻¹¹ is a tie: away from zero, to 1 + 2⁻¹⁰; just below it, down to 1.
+        let one = 1.0f32;
+        assert_eq!(round_to_tf32(one + 2f32.powi(-11)), one + 2f32.powi(-10));
+        assert_eq!(round_to_tf32(one + 2f32.powi(-12)), one);
+        assert_eq!(
+            round_to_tf32(-(one + 2f32.powi(-11))),
+            -(one + 2f32.powi(-10))
+        );
+        // Rounding carries into the exponent; f32's largest value overflows.
+        assert_eq!(round_to_tf32(2.0 - 2f32.powi(-23)), 2.0);
+        assert_eq!(round_to_tf32(f32::MAX), f32::INFINITY);
+        assert!(round_to_tf32(f32::NAN).is_nan());
+        // Every rounded value has its 13 low mantissa bits clear and is within 2⁻¹¹.
+        for i in 0..10_000u32 {
+            let x = f32::from_bits(0x3f80_0000 + i * 0x1f3);
+            let r = round_to_tf32(x);
+            assert_eq!(r.to_bits() & 0x1fff, 0);
+            assert!(f64::from((r - x).abs()) <= f64::from(x) * DType::TF32.unit_roundoff());
+        }
+        assert_eq!(DType::TF32.input_rounding(), 2f64.powi(-10));
+        assert_eq!(DType::F16.input_rounding(), 0.0);
     }
 }

@@ -347,11 +347,20 @@ impl Report {
                 writeln!(
                     f,
                     "bound       |c − ref| ≤ {:.3e}·{mag} + {:.1e}  (γ_K = K·u/(1−K·u), K = {}, \
-                     u = {:.3e} for {acc} accumulation{}){worst}",
+                     u = {:.3e} for {acc} accumulation{}{}){worst}",
                     v.bound_factor,
                     v.bound_floor,
                     p.k,
                     acc.unit_roundoff(),
+                    if p.precision.input.input_rounding() > 0.0 {
+                        format!(
+                            ", {} inputs each within {:.3e}",
+                            p.precision.input,
+                            p.precision.input.input_rounding()
+                        )
+                    } else {
+                        String::new()
+                    },
                     if p.precision.output != acc {
                         format!(", plus {dtype} rounding of C")
                     } else {
@@ -376,25 +385,30 @@ impl Report {
             }
         }
         if let Some(ulps) = v.err_in_ulps.filter(|_| v.range_failures == 0) {
-            let level = v.ulps_warning_level;
-            let verdict = if !self.inputs.random() {
-                format!(
-                    "no statistical expectation for these inputs (random data keeps a correct \
-                     kernel accumulating in {acc} near √K; structured data can reach K = {})",
-                    p.k
-                )
-            } else if ulps <= level {
-                format!("within what random inputs give {acc} accumulation (≲ √K)")
+            let promised = if p.precision.input == crate::problem::DType::TF32 {
+                format!("tf32 inputs and {acc} accumulation")
             } else {
-                format!(
-                    "WARNING: above 2√K, which random inputs keep a correct kernel accumulating \
-                     in {acc} below: lower precision (TF32, f16, bf16) somewhere?"
-                )
+                format!("{acc} accumulation")
             };
-            writeln!(
-                f,
-                "precision   max err = {ulps:.2}·u·(|A|·|B|), 2√K = {level:.1}: {verdict}"
-            )?;
+            let line = match v.precision_limit_ulps {
+                None => format!(
+                    "max err = {ulps:.2}·u·(|A|·|B|), not held to a precision limit: only \
+                     tilemm's random inputs have one (structured data can reach the bound \
+                     legitimately)"
+                ),
+                Some(_) if v.precision_failures == 0 => format!(
+                    "worst err/limit {:.3}: within what {promised} gives random inputs (10σ \
+                     of its rounding, plus C's); max err = {ulps:.2}·u·(|A|·|B|)",
+                    v.worst_err_over_precision_limit
+                ),
+                Some(_) => format!(
+                    "worst err/limit {:.1}, {} entries over: beyond what {promised} gives \
+                     random inputs (10σ): lower precision than promised (tf32 inputs, f16 or \
+                     bf16 accumulation) somewhere",
+                    v.worst_err_over_precision_limit, v.precision_failures
+                ),
+            };
+            writeln!(f, "precision   {line}")?;
         }
         if v.range_failures > 0 {
             writeln!(

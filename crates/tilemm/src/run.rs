@@ -148,6 +148,11 @@ impl Runner {
     pub fn new(problem: &Problem, options: &RunOptions) -> Result<Self> {
         let mut notes = Vec::new();
         let gpu = open_device(options.backend, options.device, &mut notes)?;
+        // tf32 is a promise of tf32 matrix units: the CPU path would compute f32 and label it
+        // tf32.
+        if gpu.is_none() && problem.precision.input == crate::problem::DType::TF32 {
+            return Err(crate::device::no_tf32("the CPU path"));
+        }
         if let Some(gpu) = &gpu {
             // What the device refuses whatever the kernel (a type it lacks, a grid over its
             // limits), before the host's memory and before tuning.
@@ -205,7 +210,10 @@ impl Runner {
         problem.check_operands(a.len(), b.len())?;
 
         let start = Instant::now();
-        let reference = Reference::with_plan(problem, a, b, c0, reference)?;
+        let mut reference = Reference::with_plan(problem, a, b, c0, reference)?;
+        if inputs.random() {
+            reference = reference.random_inputs();
+        }
         let mut reference_time = start.elapsed();
         let mut check = |c: &HostData, passes: usize| {
             let start = Instant::now();

@@ -8,14 +8,17 @@ use crate::bench::{measurement, Measurement, Workload};
 use crate::inputs::Operands;
 
 /// A and B of `problem` when it is the product the baselines cover so far: dense row-major
-/// A·B of `T` (in the precision `T` names), one matrix, α = 1, β = 0.
+/// A·B of `T` in the precision of `dtype` (whose data `T` holds: f32 for tf32), one matrix,
+/// α = 1, β = 0.
 #[allow(dead_code)]
 fn dense<'a, T: crate::element::Element>(
     problem: &crate::problem::Problem,
     operands: &'a Operands,
+    dtype: crate::problem::DType,
 ) -> crate::error::Result<(&'a [T], &'a [T])> {
+    debug_assert_eq!(dtype.storage(), T::DTYPE);
     let plain = crate::problem::Shape {
-        precision: crate::problem::Precision::of(T::DTYPE),
+        precision: crate::problem::Precision::of(dtype),
         ..crate::problem::Shape::new(problem.m, problem.k, problem.n)
     }
     .problem()?;
@@ -26,31 +29,56 @@ fn dense<'a, T: crate::element::Element>(
     ) {
         (true, Some(a), Some(b)) => Ok((a, b)),
         _ => Err(crate::error::Error::View(format!(
-            "the vendor baseline covers dense row-major A·B in {} here, so far",
-            T::DTYPE
+            "the vendor baseline covers dense row-major A·B in {dtype} here, so far"
         ))),
     }
 }
 
-/// cuBLAS on CUDA device `index` in `work`'s precision: SGEMM, DGEMM, and GemmEx with f16 or
-/// bf16 inputs and output and f32 computation (tilemm's half precisions).
+/// cuBLAS on CUDA device `index` in `work`'s precision: SGEMM, DGEMM, GemmEx with f16 or
+/// bf16 inputs and output and f32 computation (tilemm's half precisions), and GemmEx on f32
+/// data with `CUBLAS_COMPUTE_32F_FAST_TF32` for tf32 (its tensor cores; never for f32).
 #[cfg(feature = "cuda")]
 pub fn cublas_gemm(index: usize, work: &Workload, repeat: usize) -> Result<Measurement> {
     use crate::problem::DType;
     match work.problem.precision.input {
-        DType::F32 => cublas::<f32>(index, work, repeat, "cuBLAS sgemm"),
-        DType::F64 => cublas::<f64>(index, work, repeat, "cuBLAS dgemm"),
-        DType::F16 => cublas::<half::f16>(index, work, repeat, "cuBLAS gemmEx f16, f32 compute"),
-        DType::BF16 => cublas::<half::bf16>(index, work, repeat, "cuBLAS gemmEx bf16, f32 compute"),
+        DType::F32 => cublas::<f32>(index, work, repeat, "cuBLAS sgemm", DType::F32),
+        DType::TF32 => cublas::<f32>(
+            index,
+            work,
+            repeat,
+            "cuBLAS gemmEx f32, tf32 compute",
+            DType::TF32,
+        ),
+        DType::F64 => cublas::<f64>(index, work, repeat, "cuBLAS dgemm", DType::F64),
+        DType::F16 => cublas::<half::f16>(
+            index,
+            work,
+            repeat,
+            "cuBLAS gemmEx f16, f32 compute",
+            DType::F16,
+        ),
+        DType::BF16 => cublas::<half::bf16>(
+            index,
+            work,
+            repeat,
+            "cuBLAS gemmEx bf16, f32 compute",
+            DType::BF16,
+        ),
     }
 }
 #[cfg(any(feature = "cuda", feature = "hip"))]
 use crate::error::{Error, Result};
 
-/// cuBLAS on CUDA device `index` in `T`: row-major C = A·B computed as column-major
-/// Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.
+/// cuBLAS on CUDA device `index` in `T` (`dtype`'s data): row-major C = A·B computed as
+/// column-major Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.
 #[cfg(feature = "cuda")]
-fn cublas<T>(index: usize, work: &Workload, repeat: usize, name: &str) -> Result<Measurement>
+fn cublas<T>(
+    index: usize,
+    work: &Workload,
+    repeat: usize,
+    name: &str,
+    dtype: crate::problem::DType,
+) -> Result<Measurement>
 where
     T: crate::element::Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
     cudarc::cublas::CudaBlas: cudarc::cublas::Gemm<T>,
@@ -60,7 +88,7 @@ where
         operands,
         reference,
     } = work;
-    let (a, b) = dense::<T>(problem, operands)?;
+    let (a, b) = dense::<T>(problem, operands, dtype)?;
     use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
     use cudarc::driver::{sys::CUevent_flags, CudaContext};
 
@@ -110,9 +138,16 @@ where
         let start = ctx.new_event(timing).map_err(|e| error("event", &e))?;
         let end = ctx.new_event(timing).map_err(|e| error("event", &e))?;
         start.record(&stream).map_err(|e| error("event", &e))?;
-        // SAFETY: the buffers hold k·n, m·k and m·n elements, as the config's leading
-        // dimensions and sizes describe.
-        unsafe { blas.gemm(config, &b_dev, &a_dev, c_dev) }.map_err(|e| error(name, &e))?;
+        if dtype == crate::problem::DType::TF32 {
+            // SAFETY: as for `gemm` below; the f32 buffers are what GemmEx's CUDA_R_32F
+            // describes, and α, β are f32 for a 32F compute type.
+            unsafe { tf32_gemm(&blas, &config, &b_dev, &a_dev, c_dev) }
+        } else {
+            // SAFETY: the buffers hold k·n, m·k and m·n elements, as the config's leading
+            // dimensions and sizes describe.
+            unsafe { blas.gemm(config, &b_dev, &a_dev, c_dev) }
+        }
+        .map_err(|e| error(name, &e))?;
         end.record(&stream).map_err(|e| error("event", &e))?;
         end.synchronize().map_err(|e| error("sync", &e))?;
         Ok(f64::from(
@@ -134,6 +169,49 @@ where
         samples,
         verified,
     ))
+}
+
+/// cuBLAS's tf32 product: GemmEx on f32 data with `CUBLAS_COMPUTE_32F_FAST_TF32`. (cudarc's
+/// `Gemm<f32>` is SGEMM, which computes in f32.)
+///
+/// # Safety
+/// `config` describes the buffers: `a` (here B) k·n, `b` (A) m·k, `c` m·n elements of f32.
+#[cfg(feature = "cuda")]
+unsafe fn tf32_gemm<T>(
+    blas: &cudarc::cublas::CudaBlas,
+    config: &cudarc::cublas::GemmConfig<T>,
+    a: &cudarc::driver::CudaSlice<T>,
+    b: &cudarc::driver::CudaSlice<T>,
+    c: &mut cudarc::driver::CudaSlice<T>,
+) -> std::result::Result<(), cudarc::cublas::result::CublasError> {
+    use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cudaDataType_t};
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    let stream = c.stream().clone();
+    let (a, _a) = a.device_ptr(&stream);
+    let (b, _b) = b.device_ptr(&stream);
+    let (c, _c) = c.device_ptr_mut(&stream);
+    cudarc::cublas::result::gemm_ex(
+        *blas.handle(),
+        config.transa,
+        config.transb,
+        config.m,
+        config.n,
+        config.k,
+        (&alpha as *const f32).cast(),
+        a as *const _,
+        cudaDataType_t::CUDA_R_32F,
+        config.lda,
+        b as *const _,
+        cudaDataType_t::CUDA_R_32F,
+        config.ldb,
+        (&beta as *const f32).cast(),
+        c as *mut _,
+        cudaDataType_t::CUDA_R_32F,
+        config.ldc,
+        cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+        cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+    )
 }
 
 /// rocBLAS, opened at run time: the three entry points the baseline needs.
@@ -196,7 +274,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
         operands,
         reference,
     } = work;
-    let (a, b) = dense::<f32>(problem, operands)?;
+    let (a, b) = dense::<f32>(problem, operands, crate::problem::DType::F32)?;
     use std::os::raw::c_void;
 
     use cubecl_hip_sys as hip;

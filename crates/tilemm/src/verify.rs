@@ -14,10 +14,16 @@
 //!   (3.9e-3 relative at that K) would let it pass.
 //! - **Range.** Entries whose |A|·|B| exceeds f32's range may overflow on the way; a failure
 //!   there is reported as an overflow, with the reference's magnitude, not as imprecision.
-//! - **Precision.** A kernel that silently computes in lower precision (TF32, bf16, f16
-//!   accumulation) can still stay inside the bound, so the error is also given in units of
-//!   u·(|A|·|B|)ᵢⱼ, which random data keeps near √K for a correct f32 kernel (the report says so
-//!   only for such data).
+//! - **Precision.** A kernel that silently computes in lower precision (tf32 inputs, bf16 or
+//!   f16 accumulation) can stay inside the worst-case bound: for f32 random data in [-1, 1) the
+//!   bound K²·2⁻²⁶ exceeds tf32's error √K·2⁻¹¹ from K ≈ 700 on. Where the inputs are tilemm's
+//!   random data ([`Reference::random_inputs`]), each entry is therefore also held to what the
+//!   promised precision gives such data, [`Reference::precision_limit`]: its rounding errors
+//!   are mean-zero and independent of the data's signs, so their sum over any summation order
+//!   has a standard deviation below u·ρ·Mᵢⱼ (ρ = rms/mean of |a·b|), and 10 of those is
+//!   never reached by chance (the union bound over 10⁹ entries leaves 10⁻¹³). tf32 input
+//!   rounding exceeds that limit for K up to millions, f16 or bf16 accumulation at any K: a
+//!   lower precision than promised FAILS.
 //!
 //! The reference is independent of every path it checks: the products are recomputed in f64
 //! (which is exact for each product of two f32 values) by blocks of A and B converted on the
@@ -38,6 +44,25 @@ const MAX_BLOCK_BYTES: u64 = 256 << 20;
 
 /// The budget when the OS says nothing about memory.
 const DEFAULT_BUDGET: u64 = 4 << 30;
+
+/// Standard deviations of rounding error an entry of a random-input product may reach before
+/// its precision is doubted: Gaussian tails put 10σ at 10⁻²³ per entry.
+const PRECISION_SIGMAS: f64 = 10.0;
+
+/// rms / mean of |a·b| for independent a, b uniform in [-1, 1): (1/3) / (1/4) = 4/3; 1.5 leaves
+/// room for the rounding of the data to f16 or bf16.
+const RANDOM_RMS_OVER_MEAN: f64 = 1.5;
+
+/// What the verifier may assume of the inputs' values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputValues {
+    /// Nothing (files, structured data): only the worst-case bound and exactness apply.
+    Any,
+    /// tilemm's random data ([`crate::inputs::random_operands`]): independent, uniform in
+    /// [-1, 1) (rounded to the input type), so zero-mean, and the precision limit applies.
+    Random,
+}
 
 /// The rows, columns and depth (K) of one block of the reference computation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -154,6 +179,8 @@ pub struct Reference<'a> {
     /// α·A·B + β·C₀ and |α|·|A|·|B| + |β|·|C₀| in f64, batch after batch, row-major, when held
     /// whole.
     whole: Option<(Vec<f64>, Vec<f64>)>,
+    /// What the inputs' values are known to be.
+    values: InputValues,
 }
 
 /// How a result compared with the reference.
@@ -187,8 +214,18 @@ pub struct Verification {
     /// max |c − ref|ᵢⱼ / (u·Mᵢⱼ) over the entries checked against the bound, u the unit
     /// roundoff of the accumulator (of the output, when that is coarser).
     pub err_in_ulps: Option<f64>,
-    /// 2·√K: for random inputs, `err_in_ulps` above it suggests lower precision than promised.
-    pub ulps_warning_level: f64,
+    /// What the inputs' values were known to be: for [`InputValues::Random`] every entry
+    /// checked against the bound was also held to the precision limit.
+    pub input_values: InputValues,
+    /// The precision limit's main term, in the units of `err_in_ulps`: what the promised
+    /// precision's rounding stays below on random inputs (`None` without them).
+    pub precision_limit_ulps: Option<f64>,
+    /// max |c − ref|ᵢⱼ / limitᵢⱼ over the entries held to the precision limit: above 1, the
+    /// result is less precise than promised.
+    pub worst_err_over_precision_limit: f64,
+    /// Entries within the bound whose error exceeds the precision limit (counted among the
+    /// failures).
+    pub precision_failures: usize,
     /// The largest |reference| (finite values).
     pub largest_reference: f64,
     /// The largest Mᵢⱼ (finite values).
@@ -235,6 +272,19 @@ struct Rule {
     exact_limit: f64,
     range: f64,
     u: f64,
+    /// The precision limit, for random inputs: |c − ref| ≤ on_m·M + on_ref·|ref| + floor.
+    precision: Option<PrecisionLimit>,
+}
+
+/// The precision limit's terms: see [`Reference::precision_limit`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrecisionLimit {
+    /// The factor on M = |α|·|A|·|B| + |β|·|C₀|.
+    pub on_magnitude: f64,
+    /// The factor on |ref|: roundings of C itself and the bias of truncated inputs.
+    pub on_result: f64,
+    /// The absolute floor (underflow), as the bound's.
+    pub floor: f64,
 }
 
 impl<'a> Reference<'a> {
@@ -292,6 +342,7 @@ impl<'a> Reference<'a> {
             integer_data,
             subnormal_slack,
             whole: None,
+            values: InputValues::Any,
         };
         if plan.mode == ReferenceMode::Whole {
             let entries = problem.c_entries();
@@ -326,6 +377,63 @@ impl<'a> Reference<'a> {
         self.plan.mode
     }
 
+    /// Declares A, B (and C₀) tilemm's random data ([`InputValues::Random`]), so that every
+    /// check also holds each entry to the precision limit ([`Reference::precision_limit`]).
+    /// Only for data from [`crate::inputs::random_operands`] (or the same distribution):
+    /// structured data can reach the worst case legitimately.
+    pub fn random_inputs(mut self) -> Self {
+        self.values = InputValues::Random;
+        self
+    }
+
+    /// The precision limit for a result whose K was summed in `passes` launches, on random
+    /// inputs: |c − ref|ᵢⱼ ≤ on_m·Mᵢⱼ + on_ref·|refᵢⱼ| + floor.
+    ///
+    /// Each rounding of the accumulation is a relative error δ, |δ| ≤ u, of a partial sum s;
+    /// over random zero-mean data the δ are mean-zero and independent of the signs, so the
+    /// error Σ δ·s has variance at most u²·Σ s², whatever the summation order (K − 1 sums,
+    /// each over at most K terms: E Σ s² ≤ K²·E(ab)²). So its standard deviation is at most
+    /// u·K·rms(ab) = u·ρ·M, with ρ = rms(ab)/mean|ab|. Inputs rounded in the kernel (tf32) add
+    /// Σ a·b·(δa + δb), where uniform data puts each δ uniformly within its rounding interval
+    /// (to nearest or truncated alike: a deviation of u_tf32/√3): deviation √(2/3)·u·ρ·M/√K,
+    /// and, where the hardware truncates, a bias of at most 2⁻¹⁰·|ref|. C's own roundings (α,
+    /// β, the output type, each pass) are bounded outright, directed rounding allowed. The
+    /// limit is [`PRECISION_SIGMAS`] deviations plus those bounds.
+    pub fn precision_limit(&self, passes: usize) -> PrecisionLimit {
+        let p = self.problem.precision;
+        let k = self.problem.k.max(1) as f64;
+        let passes = passes.max(1) as f64;
+        let u_acc = p.accumulate.unit_roundoff();
+        let rounds_inputs = p.input.input_rounding() > 0.0;
+        let input_deviation = if rounds_inputs {
+            (2.0f64 / 3.0).sqrt() * p.input.unit_roundoff() / k.sqrt()
+        } else {
+            0.0
+        };
+        let deviation = RANDOM_RMS_OVER_MEAN * (u_acc + input_deviation);
+        let mut on_magnitude = PRECISION_SIGMAS * deviation;
+        // Truncated inputs shrink every product by up to 2·2⁻¹¹ on average; α·acc and the
+        // sum with β·C₀ round C (β·C₀'s own rounding is at most u·M).
+        let mut on_result = p.input.input_rounding() + 2.0 * u_acc;
+        if self.problem.reads_c() {
+            on_magnitude += u_acc;
+        }
+        // Each pass rounds C to the output type (a partial sum, at most M, before the last).
+        if p.output != p.accumulate {
+            let u_out = p.output.unit_roundoff();
+            on_result += 2.0 * u_out * (1.0 + u_out);
+            on_magnitude += (passes - 1.0) * 2.0 * u_out;
+        }
+        on_magnitude += (passes - 1.0) * 2.0 * u_acc;
+        PrecisionLimit {
+            on_magnitude,
+            on_result,
+            floor: self
+                .bound_for(passes as usize)
+                .map_or(0.0, |(_, floor)| floor),
+        }
+    }
+
     /// The bound's factor and floor for a result computed in one pass over K:
     /// |c − ref|ᵢⱼ ≤ factor·Mᵢⱼ + floor. See [`Reference::bound_for`].
     pub fn bound(&self) -> Option<(f64, f64)> {
@@ -335,6 +443,7 @@ impl<'a> Reference<'a> {
     /// The bound's factor and floor for a result whose K was summed in `passes` launches, each
     /// continuing the sum left in C (so C was rounded to its type after each):
     ///
+    /// - inputs: rounded in the kernel (tf32), each product off by (1 + u_in)² − 1;
     /// - accumulation: γ with K + 2·passes roundings of the accumulator (K products and sums,
     ///   and per pass the α product and the β sum);
     /// - output: γ_passes of the output type when that is coarser than the accumulator;
@@ -346,7 +455,10 @@ impl<'a> Reference<'a> {
         let k = self.problem.k as f64;
         let passes = passes.max(1) as f64;
         let gamma = |n: f64, u: f64| (n * u < 0.5).then(|| n * u / (1.0 - n * u));
-        let accumulate = gamma(k + 2.0 * passes, p.accumulate.unit_roundoff())?;
+        let u_in = p.input.input_rounding();
+        let inputs = u_in * (2.0 + u_in);
+        let accumulate =
+            (1.0 + inputs) * (1.0 + gamma(k + 2.0 * passes, p.accumulate.unit_roundoff())?) - 1.0;
         let output = if p.output == p.accumulate {
             0.0
         } else {
@@ -387,6 +499,7 @@ impl<'a> Reference<'a> {
         } else {
             p.accumulate
         };
+        let precision = (self.values == InputValues::Random).then(|| self.precision_limit(passes));
         let rule = Rule {
             factor,
             floor,
@@ -395,12 +508,13 @@ impl<'a> Reference<'a> {
             exact_limit: coarse.exact_integer_limit(),
             range: p.output.largest().min(p.accumulate.largest()),
             u: coarse.unit_roundoff(),
+            precision,
         };
         let mut tallies: Vec<Tally> = results
             .iter()
             .map(|c| {
                 let right = c.len() >= self.problem.c_len() && c.dtype() == p.output;
-                Tally::new(self, right, bound)
+                Tally::new(self, right, bound, &rule)
             })
             .collect();
         let (m, n) = (self.problem.m, self.problem.n);
@@ -643,8 +757,12 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(reference: &Reference, right_length: bool, bound: Option<(f64, f64)>) -> Self {
-        let k = reference.problem.k as f64;
+    fn new(
+        reference: &Reference,
+        right_length: bool,
+        bound: Option<(f64, f64)>,
+        rule: &Rule,
+    ) -> Self {
         let (factor, floor) = bound.unwrap_or((0.0, 0.0));
         let entries = reference.problem.c_entries();
         Tally {
@@ -662,7 +780,10 @@ impl Tally {
                 unverifiable_entries: 0,
                 worst_err_over_bound: 0.0,
                 err_in_ulps: None,
-                ulps_warning_level: 2.0 * k.sqrt(),
+                input_values: reference.values,
+                precision_limit_ulps: rule.precision.map(|l| l.on_magnitude / rule.u),
+                worst_err_over_precision_limit: 0.0,
+                precision_failures: 0,
                 largest_reference: 0.0,
                 largest_magnitude: 0.0,
                 beyond_range_entries: 0,
@@ -716,17 +837,28 @@ impl Tally {
             let bound = rule.factor * mag + rule.floor;
             // A NaN error (a NaN where a number belongs) fails.
             let ratio = if err == 0.0 { 0.0 } else { err / bound };
+            let mut ok = err == 0.0 || err <= bound;
+            let mut severity = if ratio.is_nan() { f64::INFINITY } else { ratio };
             if in_range {
                 v.worst_err_over_bound = nan_max(v.worst_err_over_bound, ratio);
                 if mag > 0.0 {
                     let ulps = err / (rule.u * mag);
                     v.err_in_ulps = Some(v.err_in_ulps.map_or(ulps, |e| nan_max(e, ulps)));
                 }
+                if let Some(limit) = rule.precision.filter(|_| ok) {
+                    let limit =
+                        limit.on_magnitude * mag + limit.on_result * want.abs() + limit.floor;
+                    let over = if err == 0.0 { 0.0 } else { err / limit };
+                    v.worst_err_over_precision_limit =
+                        nan_max(v.worst_err_over_precision_limit, over);
+                    if over > 1.0 {
+                        ok = false;
+                        severity = over;
+                        v.precision_failures += 1;
+                    }
+                }
             }
-            (
-                err == 0.0 || err <= bound,
-                if ratio.is_nan() { f64::INFINITY } else { ratio },
-            )
+            (ok, severity)
         };
         if in_range {
             v.max_abs_err = nan_max(v.max_abs_err, err);
@@ -995,6 +1127,165 @@ mod tests {
         assert!(plan.bytes <= 64 << 20 && plan.block.cols > 1000, "{plan:?}");
         // Not even a 1×1×1 block (48 bytes) fits in 10.
         assert!(ReferencePlan::fit(&p, 2, Some(10)).is_err());
+    }
+
+    /// A and B random, and C computed on the CPU from them in f32 after rounding A and B to
+    /// tf32 (what tf32 tensor cores compute).
+    fn tf32_result(p: &Problem, seed: u64) -> (HostData, HostData, HostData) {
+        let ops = crate::inputs::random_operands(p, seed).unwrap();
+        let rounded = |d: &HostData| {
+            HostData::F32(
+                d.as_slice::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|&x| crate::problem::round_to_tf32(x))
+                    .collect(),
+            )
+        };
+        let c = crate::cpu::product(p, &rounded(&ops.a), &rounded(&ops.b), None).unwrap();
+        (ops.a, ops.b, c)
+    }
+
+    #[test]
+    fn a_tf32_result_offered_as_f32_fails_and_passes_as_tf32() {
+        use crate::problem::{DType, Precision, Shape};
+        for k in [64, 1000, 4096, 20_000] {
+            let f32_problem = problem(48, k, 40);
+            let (a, b, c) = tf32_result(&f32_problem, k as u64);
+            // The worst-case f32 bound alone catches it at small K, and lets it through from
+            // K ≈ 700 on (K²·2⁻²⁶ against √K·2⁻¹¹).
+            let as_f32 = Reference::new(&f32_problem, &a, &b, None).unwrap();
+            let lenient = as_f32.check(&c).unwrap();
+            if k == 64 || k >= 4096 {
+                assert_eq!(lenient.pass, k >= 4096, "K = {k}: {lenient:?}");
+            }
+            // Held to what f32 gives random data, it fails everywhere.
+            let v = as_f32.random_inputs().check(&c).unwrap();
+            assert!(!v.pass && v.precision_failures > 0, "K = {k}: {v:?}");
+            assert!(v.worst_err_over_precision_limit > 2.0, "K = {k}: {v:?}");
+            // The same C checked as tf32 passes, bound and limit both.
+            let tf32_problem = Shape {
+                precision: Precision::of(DType::TF32),
+                ..Shape::new(48, k, 40)
+            }
+            .problem()
+            .unwrap();
+            let v = Reference::new(&tf32_problem, &a, &b, None)
+                .unwrap()
+                .random_inputs()
+                .check(&c)
+                .unwrap();
+            assert!(v.pass, "K = {k}: {v:?}");
+            assert!(v.worst_err_over_precision_limit < 0.5, "K = {k}: {v:?}");
+            // And the f32 result of the same data passes as f32, far inside the limit.
+            let exact_f32 = crate::cpu::product(&f32_problem, &a, &b, None).unwrap();
+            let v = Reference::new(&f32_problem, &a, &b, None)
+                .unwrap()
+                .random_inputs()
+                .check(&exact_f32)
+                .unwrap();
+            assert!(
+                v.pass && v.worst_err_over_precision_limit < 0.2,
+                "K = {k}: {v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn integers_tf32_cannot_hold_expose_it_exactly() {
+        // Odd integers above 2¹¹ need 12 significant bits: tf32 rounds them, f32 does not, and
+        // every partial sum stays an integer below 2²⁴, so an f32 result must be exact.
+        let p = problem(8, 256, 8);
+        let a: Vec<f32> = (0..p.a_len())
+            .map(|i| (2049 + 2 * (i * 37 % 1000)) as f32)
+            .collect();
+        let b: Vec<f32> = (0..p.b_len())
+            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let round = |v: &[f32]| {
+            HostData::F32(
+                v.iter()
+                    .map(|&x| crate::problem::round_to_tf32(x))
+                    .collect(),
+            )
+        };
+        let c = crate::cpu::product(&p, &round(&a), &round(&b), None).unwrap();
+        let v = check(&p, &a, &b, c.as_slice::<f32>().unwrap());
+        assert!(!v.pass && v.exact_entries == 64 && v.failures > 0, "{v:?}");
+    }
+
+    #[test]
+    fn correct_results_stay_inside_the_precision_limit_in_every_precision() {
+        use crate::problem::{DType, Precision, Shape};
+        let precisions = [
+            Precision::F32,
+            Precision::of(DType::F64),
+            Precision::of(DType::F16),
+            Precision::new(DType::F16, DType::F32).unwrap(),
+            Precision::of(DType::BF16),
+            Precision::new(DType::BF16, DType::F32).unwrap(),
+        ];
+        for precision in precisions {
+            for (k, alpha, beta) in [
+                (1, 1.0, 0.0),
+                (7, 0.5, 2.0),
+                (513, 1.0, 0.0),
+                (4096, -1.5, 1.0),
+            ] {
+                let p = Shape {
+                    precision,
+                    alpha,
+                    beta,
+                    batch: 2,
+                    ..Shape::new(33, k, 17)
+                }
+                .problem()
+                .unwrap();
+                let ops = crate::inputs::random_operands(&p, k as u64).unwrap();
+                let c = crate::cpu::product(&p, &ops.a, &ops.b, ops.c0.as_ref()).unwrap();
+                let v = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
+                    .unwrap()
+                    .random_inputs()
+                    .check(&c)
+                    .unwrap();
+                assert!(v.pass, "{precision}, K = {k}: {v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn half_precision_accumulation_fails_where_f32_accumulation_was_promised() {
+        // f16 inputs, f32 accumulation and output promised; the sums kept in f16 instead.
+        use crate::problem::{DType, Precision, Shape};
+        let p = Shape {
+            precision: Precision::new(DType::F16, DType::F32).unwrap(),
+            ..Shape::new(16, 256, 16)
+        }
+        .problem()
+        .unwrap();
+        let ops = crate::inputs::random_operands(&p, 3).unwrap();
+        let (a, b) = (
+            ops.a.as_slice::<half::f16>().unwrap(),
+            ops.b.as_slice::<half::f16>().unwrap(),
+        );
+        let c: Vec<f32> = (0..16 * 16)
+            .map(|e| {
+                let (i, j) = (e / 16, e % 16);
+                let mut sum = half::f16::ZERO;
+                for l in 0..256 {
+                    sum = half::f16::from_f32(
+                        sum.to_f32() + (a[i * 256 + l] * b[l * 16 + j]).to_f32(),
+                    );
+                }
+                sum.to_f32()
+            })
+            .collect();
+        let v = Reference::new(&p, &ops.a, &ops.b, None)
+            .unwrap()
+            .random_inputs()
+            .check(&HostData::F32(c))
+            .unwrap();
+        assert!(!v.pass && v.precision_failures > 0, "{v:?}");
     }
 
     #[test]

@@ -167,6 +167,7 @@ proptest! {
         let run = gpu.gemm(&p, &plan, &ops.a, &ops.b, ops.c0.as_ref()).unwrap();
         let check = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
             .unwrap()
+            .random_inputs()
             .check_passes(&run.c, run.schedule.passes)
             .unwrap();
         prop_assert!(check.pass, "{plan} {p}: {check:?}");

@@ -214,6 +214,7 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
                 .unwrap();
             let check = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
                 .unwrap()
+                .random_inputs()
                 .check_passes(&run.c, run.schedule.passes)
                 .unwrap();
             assert!(check.pass, "{plan}, {name}, random: {check:?}");

@@ -54,6 +54,7 @@ fn auto_tunes_verifies_and_saves_and_the_next_call_of_the_class_hits_the_cache()
         .unwrap();
     let check = Reference::new(&problem, &ops.a, &ops.b, None)
         .unwrap()
+        .random_inputs()
         .check_passes(&run.c, run.schedule.passes)
         .unwrap();
     assert!(check.pass, "{check:?}");

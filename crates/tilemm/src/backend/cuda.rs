@@ -52,7 +52,10 @@ fn describe(index: usize) -> Result<DeviceInfo> {
         driver: format!("sm_{major}{minor}"),
         timestamps: true,
         limits: DeviceLimits {
-            max_shared_bytes: at(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
+            // What a kernel may opt into (227 KiB on Hopper): CubeCL raises a kernel's
+            // dynamic shared memory limit to what it declares, past the default 48 KiB.
+            max_shared_bytes: at(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                as usize,
             max_units_per_cube: at(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_cube_dim: [
                 at(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
@@ -72,6 +75,8 @@ fn describe(index: usize) -> Result<DeviceInfo> {
         types: Default::default(),
         plane_size: 0,
         matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
     })
 }
 

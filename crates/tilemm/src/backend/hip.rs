@@ -87,6 +87,8 @@ pub fn open(index: Option<usize>) -> Result<Session<HipRuntime>> {
         types: Default::default(),
         plane_size: 0,
         matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
     };
     Ok(Session::new(client, info, true))
 }

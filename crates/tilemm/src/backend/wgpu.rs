@@ -77,6 +77,8 @@ fn describe_with_limits(
             0
         },
         matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
     }
 }
 

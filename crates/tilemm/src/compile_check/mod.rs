@@ -183,13 +183,9 @@ impl fmt::Display for ResourceUsage {
 pub const TABLE_HEADER: &str =
     "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  occupancy     limit";
 
-/// A precision in one word: its type, or input→output where they differ.
+/// A precision in one word: see [`Precision::short_name`].
 pub fn short_name(precision: Precision) -> String {
-    if precision.input == precision.output {
-        precision.input.to_string()
-    } else {
-        format!("{}→{}", precision.input, precision.output)
-    }
+    precision.short_name()
 }
 
 /// Where to find the tools.

@@ -58,9 +58,10 @@ pub trait Rung {
         Self::may_spill_in(config, precision)
     }
     /// Whether the configuration computes `precision` on any device: a rung built on matrix
-    /// units takes only the input types those multiply.
-    fn computes(_config: &Self::Config, _precision: Precision) -> bool {
-        true
+    /// units takes only the input types those multiply. tf32 is computed only where the rung
+    /// says so: an f32 rung computes f32, which a tf32 request must not be labelled with.
+    fn computes(_config: &Self::Config, precision: Precision) -> bool {
+        precision.input != crate::problem::DType::TF32
     }
     /// Whether `device` can run the configuration on `problem` beyond its limits (which
     /// [`crate::plan::Plan::check`] checks for every rung), the precisions it computes and its
@@ -737,7 +738,9 @@ macro_rules! with_kernel_types {
         use $crate::problem::DType;
         let p: $crate::problem::Precision = $precision;
         match (p.input, p.output, $packed) {
-            (DType::F32, _, _) => $recv.$method::<$($($pre,)*)? f32, f32, f32>($($arg,)* false),
+            (DType::F32 | DType::TF32, _, _) => {
+                $recv.$method::<$($($pre,)*)? f32, f32, f32>($($arg,)* false)
+            }
             (DType::F64, _, _) => $recv.$method::<$($($pre,)*)? f64, f64, f64>($($arg,)* false),
             (DType::F16, DType::F16, _) => $recv.$method::<$($($pre,)*)? f16, f32, f16>($($arg,)* false),
             (DType::F16, _, _) => $recv.$method::<$($($pre,)*)? f16, f32, f32>($($arg,)* false),
