@@ -276,6 +276,10 @@ struct CompileCheckArgs {
     /// The clang that compiles AMD code (default: clang-15, then clang).
     #[arg(long, value_name = "PATH")]
     clang: Option<PathBuf>,
+    /// Also write each NVIDIA kernel's SASS (nvdisasm's listing) to DIR, one file per kernel,
+    /// architecture and precision: the machine code the table's loop columns are read from.
+    #[arg(long, value_name = "DIR")]
+    sass: Option<PathBuf>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -992,10 +996,23 @@ fn fit_plane(plan: &Plan, width: u32) -> Option<Plan> {
 }
 
 fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
-    let plans = plans(&args.kernels, &args.tpb)?;
+    let mut plans = plans(&args.kernels, &args.tpb)?;
+    // By default, every configuration of a rung whose main loop is held to criteria (the CUDA
+    // matrix-unit rung), each its own row: each must meet them.
+    if args.kernels.is_empty() && args.tpb.is_empty() {
+        let extra: Vec<Plan> = tilemm::Kernel::ALL
+            .iter()
+            .flat_map(|k| k.configs())
+            .filter(|c| c.matrix_loop_criteria().is_some())
+            .map(Plan::new)
+            .filter(|p| !plans.contains(p))
+            .collect();
+        plans.extend(extra);
+    }
     let tools = Toolchain {
         cuda_include: args.cuda_include.clone(),
         clang: args.clang.clone(),
+        sass_dir: args.sass.clone(),
     };
     compile_check::preflight(&args.archs, &tools)?;
     if !args.json {
@@ -1043,21 +1060,26 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                     let spill = usage.forbidden_spill();
                     let no_mma = usage.missing_matrix_ops();
                     let low_fma = usage.below_fma_floor();
-                    failures += usize::from(spill || no_mma || low_fma);
+                    let unfed = usage.matrix_loop_failures();
+                    let pass = !spill && !no_mma && !low_fma && unfed.is_empty();
+                    failures += usize::from(!pass);
                     if !args.json {
                         let verdict = if spill {
-                            "  FAIL: spills"
+                            "  FAIL: spills".to_string()
                         } else if no_mma {
-                            "  FAIL: no matrix instruction"
+                            "  FAIL: no matrix instruction".to_string()
                         } else if low_fma {
-                            "  FAIL: main loop below its FMA floor"
+                            "  FAIL: main loop below its FMA floor".to_string()
+                        } else if !unfed.is_empty() {
+                            format!("  FAIL: main loop: {}", unfed.join("; "))
                         } else {
-                            ""
+                            String::new()
                         };
                         say!("{usage}{verdict}");
                     }
-                    let pass = !spill && !no_mma && !low_fma;
-                    results.push(serde_json::json!({ "usage": usage, "pass": pass }));
+                    results.push(serde_json::json!({
+                        "usage": usage, "pass": pass, "main_loop_failures": unfed,
+                    }));
                 }
                 Err(err) => {
                     failures += 1;

@@ -158,6 +158,23 @@ fn compile_error(target: Target, e: impl fmt::Display) -> Error {
     }
 }
 
+/// What the runtime of `target` tells kernels at build time: on CUDA, how manual MMA's
+/// fragments lie in registers (as `CudaRuntime::target_properties` says: A row-major, B
+/// column-major, 32-bit registers of 2 halves or 1 tf32).
+fn target_properties(target: Target) -> TargetProperties {
+    match target {
+        Target::Cuda => TargetProperties {
+            mma: cubecl::ir::MmaProperties {
+                contiguous_elements: cubecl::ir::ContiguousElements::new(
+                    cubecl_cpp::cuda::mma::contiguous_elements_cuda,
+                ),
+                ..Default::default()
+            },
+        },
+        _ => TargetProperties::default(),
+    }
+}
+
 /// Compiles `plan`'s IR with compiler `C`, as the runtime of `target` does.
 fn compile<C: Compiler + Default>(
     plan: &Plan,
@@ -169,7 +186,7 @@ fn compile<C: Compiler + Default>(
         plan,
         precision,
         target,
-        TargetProperties::default(),
+        target_properties(target),
         &device_properties(target),
     );
     let kernel = C::default()
@@ -190,6 +207,15 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
 
 /// The source the JIT compiles for `plan` on `target` in `precision`.
 pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<String> {
+    if target != Target::Cuda && plan.kernel().cuda_only() {
+        return Err(Error::Emit {
+            target: target.name(),
+            reason: format!(
+                "the {} rung is CUDA's alone (PTX's mma.sync, ldmatrix and cp.async)",
+                plan.kernel()
+            ),
+        });
+    }
     if target == Target::Wgsl && plan.kernel().matrix_units() {
         return Err(Error::Emit {
             target: target.name(),
@@ -277,6 +303,12 @@ pub fn hip_source(
         CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
     type HipRocWmma =
         CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::RocWmmaCompiler>>;
+    if plan.kernel().cuda_only() {
+        return Err(Error::Emit {
+            target: Target::Hip.name(),
+            reason: format!("the {} rung is CUDA's alone", plan.kernel()),
+        });
+    }
     if !plan.config.computes(precision) {
         return Err(Error::Emit {
             target: Target::Hip.name(),
@@ -344,6 +376,11 @@ mod cpp_tests {
                         continue;
                     }
                     for target in [Target::Cuda, Target::Hip] {
+                        if target == Target::Hip && kernel.cuda_only() {
+                            let err = source_for(&plan, precision, target).unwrap_err();
+                            assert!(err.to_string().contains("CUDA's alone"), "{err}");
+                            continue;
+                        }
                         let src = source_for(&plan, precision, target)
                             .unwrap_or_else(|e| panic!("{plan} {precision} {target}: {e}"));
                         assert!(src.contains(&entry_point(&plan, precision)), "{src}");

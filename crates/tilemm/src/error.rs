@@ -241,6 +241,14 @@ pub enum Unavailable {
         /// What the device registers.
         registered: Vec<crate::device::MatrixUnit>,
     },
+    /// The device has no warp-level MMA on registers (`mma.sync`) of the shape and types
+    /// the kernel uses: NVIDIA sm_80 and later, through the cuda backend.
+    RegisterMma {
+        /// The shape and types wanted.
+        wanted: crate::device::MatrixUnit,
+    },
+    /// The device has no asynchronous copies from global to shared memory (`cp.async`).
+    AsyncCopy,
 }
 
 impl std::fmt::Display for Unavailable {
@@ -271,6 +279,16 @@ impl std::fmt::Display for Unavailable {
                 let list: Vec<String> = registered.iter().map(|u| u.to_string()).collect();
                 write!(f, "its matrix units are {}, not {wanted}", list.join(", "))
             }
+            Unavailable::RegisterMma { wanted } => write!(
+                f,
+                "it has no warp-level mma.sync for {wanted} (NVIDIA GPUs from sm_80 on, through \
+                 the cuda backend)"
+            ),
+            Unavailable::AsyncCopy => write!(
+                f,
+                "it has no asynchronous copies to shared memory (cp.async: NVIDIA sm_80 and \
+                 later, through the cuda backend)"
+            ),
         }
     }
 }

@@ -2,10 +2,12 @@
 //! `nvdisasm` prints a cubin) and AMD GCN/RDNA assembly (as `clang -S` writes it).
 //!
 //! A loop is a backward branch: the instructions from its target label to the branch. The main
-//! loop is the one holding the most fused multiply-adds (the innermost such loop on a tie), and
-//! its FMA share says how much of the time the inner product keeps the FMA units busy rather
-//! than loading, indexing or branching: siboehm's fastest SGEMM kernels run about 80–90% FFMA
-//! in their main loop.
+//! loop is the one holding the most matrix instructions, or without any the most fused
+//! multiply-adds (the innermost such loop on a tie). Its FMA share says how much of the time the
+//! inner product keeps the FMA units busy rather than loading, indexing or branching: siboehm's
+//! fastest SGEMM kernels run about 80–90% FFMA in their main loop. A matrix-unit kernel's mix
+//! says the same of its matrix instructions, and how they are fed: fragments per `ldmatrix`,
+//! 128-bit asynchronous copies, barriers and copy stages per K tile.
 
 use serde::Serialize;
 
@@ -14,17 +16,53 @@ use serde::Serialize;
 enum Line {
     /// A label that branches can target.
     Label(String),
-    /// An instruction: whether it is a fused multiply-add, and the label it branches to.
-    Instruction { fma: bool, target: Option<String> },
+    /// An instruction: what kind it is, and the label it branches to.
+    Instruction { kind: Kind, target: Option<String> },
+}
+
+/// What loop analysis counts of an instruction (the flags are not exclusive: a 128-bit
+/// asynchronous copy is a global load, an asynchronous copy and a wide global load).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Kind {
+    fma: bool,
+    matrix: bool,
+    fragment_load: bool,
+    scalar_shared_load: bool,
+    narrow: bool,
+    global_load: bool,
+    wide_global_load: bool,
+    async_copy: bool,
+    barrier: bool,
+    copy_commit: bool,
 }
 
 /// A main loop's mix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LoopMix {
     /// Fused multiply-adds in the loop body (FFMA/DFMA/HFMA2; v_fma*, v_fmac*, v_pk_fma*, …).
     pub fma: u32,
-    /// Instructions in the loop body (NOPs not counted).
+    /// Instructions in the loop body (NOPs and never-executed `@!PT` fillers not counted).
     pub instructions: u32,
+    /// Matrix-unit instructions: HMMA (NVIDIA); v_mfma, v_wmma (AMD).
+    pub matrix: u32,
+    /// Loads of fragments from shared memory: LDSM (NVIDIA `ldmatrix`); ds_read (AMD).
+    pub fragment_loads: u32,
+    /// Scalar shared-memory loads at a register address (NVIDIA `LDS`/`LDS.U16` of 32 bits or
+    /// less, not a barrier's poll at a constant address): element-wise fragment loads.
+    pub scalar_shared_loads: u32,
+    /// 16-bit global loads and shared stores (`LDG.E.U16`, `STS.U16`): element-wise staging.
+    pub narrow_accesses: u32,
+    /// Global loads: LDG and LDGSTS (NVIDIA); global_load, buffer_load (AMD).
+    pub global_loads: u32,
+    /// The 128-bit ones among them.
+    pub wide_global_loads: u32,
+    /// Asynchronous copies from global to shared memory (LDGSTS, `cp.async`).
+    pub async_copies: u32,
+    /// Cube barriers: BAR (NVIDIA), s_barrier (AMD).
+    pub barriers: u32,
+    /// Completions of asynchronous copies committed: LDGDEPBAR (commit groups) or
+    /// ARRIVES.LDGSTSBAR (an mbarrier's): one per K tile in a pipeline.
+    pub copy_commits: u32,
 }
 
 impl LoopMix {
@@ -32,9 +70,55 @@ impl LoopMix {
     pub fn percent(&self) -> f64 {
         100.0 * f64::from(self.fma) / f64::from(self.instructions.max(1))
     }
+
+    /// The share of matrix instructions among the body's instructions, in percent.
+    pub fn matrix_percent(&self) -> f64 {
+        100.0 * f64::from(self.matrix) / f64::from(self.instructions.max(1))
+    }
+
+    /// Matrix instructions per fragment load from shared memory (`None` without loads).
+    pub fn matrix_per_fragment_load(&self) -> Option<f64> {
+        (self.fragment_loads > 0).then(|| f64::from(self.matrix) / f64::from(self.fragment_loads))
+    }
+
+    /// Matrix instructions per global load (`None` without loads).
+    pub fn matrix_per_global_load(&self) -> Option<f64> {
+        (self.global_loads > 0).then(|| f64::from(self.matrix) / f64::from(self.global_loads))
+    }
+
+    /// Cube barriers per K tile, a tile being one commit of asynchronous copies (`None` in a
+    /// loop without them).
+    pub fn barriers_per_tile(&self) -> Option<f64> {
+        (self.copy_commits > 0).then(|| f64::from(self.barriers) / f64::from(self.copy_commits))
+    }
+
+    /// K tiles whose copies are in flight while one is computed: a loop that cycles through
+    /// S stages, each with its own commit, waits on the oldest while S − 1 are in flight
+    /// (`None` without commits).
+    pub fn stages_in_flight(&self) -> Option<u32> {
+        self.copy_commits
+            .checked_sub(1)
+            .filter(|_| self.copy_commits > 0)
+    }
+
+    fn add(&mut self, kind: Kind) {
+        self.instructions += 1;
+        let count = |flag: bool| u32::from(flag);
+        self.fma += count(kind.fma);
+        self.matrix += count(kind.matrix);
+        self.fragment_loads += count(kind.fragment_load);
+        self.scalar_shared_loads += count(kind.scalar_shared_load);
+        self.narrow_accesses += count(kind.narrow);
+        self.global_loads += count(kind.global_load);
+        self.wide_global_loads += count(kind.wide_global_load);
+        self.async_copies += count(kind.async_copy);
+        self.barriers += count(kind.barrier);
+        self.copy_commits += count(kind.copy_commit);
+    }
 }
 
-/// The main loop of `lines`, if the code has a loop with an FMA in it.
+/// The main loop of `lines`: the loop with the most matrix instructions, or (without any) the
+/// most FMAs; the innermost (fewest instructions) on a tie. `None` where no loop has either.
 fn main_loop(lines: &[Line]) -> Option<LoopMix> {
     let mut best: Option<LoopMix> = None;
     for (end, line) in lines.iter().enumerate() {
@@ -51,25 +135,52 @@ fn main_loop(lines: &[Line]) -> Option<LoopMix> {
         else {
             continue; // a forward branch
         };
-        let mut mix = LoopMix {
-            fma: 0,
-            instructions: 0,
-        };
+        let mut mix = LoopMix::default();
         for l in &lines[begin..=end] {
-            if let Line::Instruction { fma, .. } = l {
-                mix.instructions += 1;
-                mix.fma += u32::from(*fma);
+            if let Line::Instruction { kind, .. } = l {
+                mix.add(*kind);
             }
         }
+        let work = |m: &LoopMix| (m.matrix, m.fma);
         let better = match best {
-            None => mix.fma > 0,
-            Some(b) => mix.fma > b.fma || (mix.fma == b.fma && mix.instructions < b.instructions),
+            None => mix.matrix > 0 || mix.fma > 0,
+            Some(b) => {
+                work(&mix) > work(&b)
+                    || (work(&mix) == work(&b) && mix.instructions < b.instructions)
+            }
         };
         if better {
             best = Some(mix);
         }
     }
     best
+}
+
+/// What an NVIDIA SASS opcode (with its modifiers, e.g. `LDGSTS.E.BYPASS.128`) and its
+/// operands are, for loop analysis.
+fn sass_kind(opcode: &str, operands: &str) -> Kind {
+    let base = opcode.split('.').next().unwrap_or("");
+    let has = |modifier: &str| opcode.split('.').skip(1).any(|m| m == modifier);
+    let global_load = matches!(base, "LDG" | "LDGSTS");
+    // A load from a constant shared address (`LDS R8, [0xc]`) polls a barrier's phase.
+    let constant_address = operands
+        .split_once('[')
+        .is_some_and(|(_, a)| a.trim_start().starts_with("0x"));
+    let wide = has("128");
+    Kind {
+        // HFMA2.MMA with zero operands is the compiler's idiom for a move.
+        fma: matches!(base, "FFMA" | "DFMA" | "HFMA2" | "FFMA2") && !has("MMA"),
+        matrix: matches!(base, "HMMA" | "HGMMA" | "IMMA" | "BMMA"),
+        fragment_load: base == "LDSM",
+        scalar_shared_load: base == "LDS" && !constant_address && !(wide || has("64")),
+        narrow: (matches!(base, "LDG" | "STS") && (has("U16") || has("S16")))
+            || (base == "LDS" && (has("U16") || has("S16"))),
+        global_load,
+        wide_global_load: global_load && wide,
+        async_copy: base == "LDGSTS",
+        barrier: base == "BAR",
+        copy_commit: base == "LDGDEPBAR" || (base == "ARRIVES" && has("LDGSTSBAR")),
+    }
 }
 
 /// The main loop of a SASS listing from `nvdisasm -c`.
@@ -90,6 +201,9 @@ pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
         };
         let mut words = code.split_whitespace();
         let mut opcode = words.next().unwrap_or("");
+        if opcode == "@!PT" {
+            continue; // never executed: the scheduler's filler
+        }
         if opcode.starts_with('@') {
             opcode = words.next().unwrap_or("");
         }
@@ -97,13 +211,15 @@ pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
         if base.is_empty() || base == "NOP" {
             continue;
         }
-        // HFMA2.MMA with zero operands is the compiler's idiom for a move.
-        let fma = matches!(base, "FFMA" | "DFMA" | "HFMA2" | "FFMA2") && !opcode.contains(".MMA");
+        let operands = code.split_once(opcode).map_or("", |(_, o)| o);
         let target = (base == "BRA")
             .then(|| code.split_once("`(").and_then(|(_, t)| t.split_once(')')))
             .flatten()
             .map(|(t, _)| t.to_string());
-        lines.push(Line::Instruction { fma, target });
+        lines.push(Line::Instruction {
+            kind: sass_kind(opcode, operands),
+            target,
+        });
     }
     main_loop(&lines)
 }
@@ -172,10 +288,32 @@ pub fn amdgpu_main_loop(listing: &str) -> Option<LoopMix> {
             || text
                 .split_once("::")
                 .is_some_and(|(_, second)| second.split_whitespace().next().is_some_and(is_fma));
+        let global_load =
+            mnemonic.starts_with("global_load") || mnemonic.starts_with("buffer_load");
+        let wide = ["dwordx4", "b128"].iter().any(|w| mnemonic.ends_with(w));
+        let kind = Kind {
+            fma,
+            matrix: ["v_mfma", "v_wmma", "v_smfmac"]
+                .iter()
+                .any(|p| mnemonic.starts_with(p)),
+            fragment_load: mnemonic.starts_with("ds_read") || mnemonic.starts_with("ds_load"),
+            narrow: [
+                "global_load_ushort",
+                "global_load_u16",
+                "ds_write_b16",
+                "ds_store_b16",
+            ]
+            .iter()
+            .any(|p| mnemonic.starts_with(p)),
+            global_load,
+            wide_global_load: global_load && wide,
+            barrier: mnemonic == "s_barrier",
+            ..Kind::default()
+        };
         let target = (mnemonic.starts_with("s_cbranch") || mnemonic == "s_branch")
             .then(|| words.next().map(|t| t.trim_end_matches(',').to_string()))
             .flatten();
-        lines.push(Line::Instruction { fma, target });
+        lines.push(Line::Instruction { kind, target });
     }
     main_loop(&lines)
 }
@@ -219,7 +357,9 @@ mod tests {
             mix,
             LoopMix {
                 fma: 2,
-                instructions: 4
+                instructions: 4,
+                global_loads: 1,
+                ..LoopMix::default()
             }
         );
         assert_eq!(mix.percent(), 50.0);
@@ -254,11 +394,57 @@ k:
             mix,
             LoopMix {
                 fma: 2,
-                instructions: 5
+                instructions: 5,
+                global_loads: 1,
+                ..LoopMix::default()
             }
         );
         assert!(
             amdgpu_main_loop("\tv_dual_mov_b32 v0, v1 :: v_dual_fmac_f32 v2, v3, v4").is_none()
         );
+    }
+
+    #[test]
+    fn a_matrix_loop_is_read_for_how_its_mmas_are_fed() {
+        // Two K tiles of a pipelined loop, as nvdisasm prints one: per tile a barrier poll at
+        // a constant address, a cube barrier, two 128-bit copies and their mbarrier arrive,
+        // an ldmatrix and four HMMA; a scalar LDS and a 16-bit global load stand out.
+        let listing = "\
+.L_x_7:
+        /*0100*/                   LDS R8, [0xc] ;
+        /*0110*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0120*/                   LDGSTS.E.BYPASS.128 [R7], desc[UR12][R10.64] ;
+        /*0130*/                   LDGSTS.E.BYPASS.128.ZFILL [R7+0x80], desc[UR12][R12.64], P0 ;
+        /*0140*/                   ARRIVES.LDGSTSBAR.64.TRANSCNT [UR4] ;
+        /*0150*/                   LDSM.16.MT88.4 R20, [R237+0x80] ;
+        /*0160*/              @!PT LDS RZ, [RZ] ;
+        /*0170*/                   HMMA.16816.F32 R4, R20, R24, R4 ;
+        /*0180*/                   HMMA.16816.F32 R8, R20, R26, R8 ;
+        /*0190*/                   HMMA.16816.F32 R12, R22, R24, R12 ;
+        /*01a0*/                   HMMA.16816.F32 R16, R22, R26, R16 ;
+        /*01b0*/                   LDS R9, [0x14] ;
+        /*01c0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*01d0*/                   LDGSTS.E.BYPASS.128 [R7], desc[UR12][R10.64] ;
+        /*01e0*/                   ARRIVES.LDGSTSBAR.64.TRANSCNT [UR5] ;
+        /*01f0*/                   LDSM.16.M88.4 R20, [R236] ;
+        /*0200*/                   LDS.U16 R30, [R31] ;
+        /*0210*/                   LDG.E.U16 R32, desc[UR12][R10.64] ;
+        /*0220*/                   HMMA.16816.F32 R4, R20, R24, R4 ;
+        /*0230*/              @P1 BRA `(.L_x_7) ;";
+        let mix = sass_main_loop(listing).unwrap();
+        assert_eq!(
+            (mix.matrix, mix.instructions, mix.fragment_loads),
+            (5, 19, 2)
+        );
+        assert_eq!(
+            (mix.async_copies, mix.wide_global_loads, mix.global_loads),
+            (3, 3, 4)
+        );
+        assert_eq!((mix.barriers, mix.copy_commits), (2, 2));
+        assert_eq!((mix.scalar_shared_loads, mix.narrow_accesses), (1, 2));
+        assert_eq!(mix.matrix_percent(), 500.0 / 19.0);
+        assert_eq!(mix.matrix_per_fragment_load(), Some(2.5));
+        assert_eq!(mix.barriers_per_tile(), Some(1.0));
+        assert_eq!(mix.stages_in_flight(), Some(1));
     }
 }

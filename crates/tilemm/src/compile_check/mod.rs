@@ -98,6 +98,67 @@ impl ResourceUsage {
     pub fn missing_matrix_ops(&self) -> bool {
         self.plan.kernel().matrix_units() && self.matrix_ops.unwrap_or(0) == 0
     }
+
+    /// The criteria of its plan's main loop ([`crate::ladder::Rung::matrix_loop_criteria`])
+    /// that the NVIDIA machine code misses, each as a short phrase; none on AMD or for a plan
+    /// without criteria. A main loop that could not be read misses them all.
+    pub fn matrix_loop_failures(&self) -> Vec<String> {
+        let Some(criteria) = self.plan.config.matrix_loop_criteria() else {
+            return Vec::new();
+        };
+        if !self.arch.starts_with("sm_") {
+            return Vec::new();
+        }
+        let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
+            return vec!["no main loop with matrix instructions could be read".to_string()];
+        };
+        let mut failures = Vec::new();
+        if mix.matrix_percent() < criteria.min_matrix_percent {
+            failures.push(format!(
+                "matrix instructions {:.0}% of the main loop (< {:.0}%)",
+                mix.matrix_percent(),
+                criteria.min_matrix_percent
+            ));
+        }
+        match mix.matrix_per_fragment_load() {
+            Some(r) if r >= criteria.min_matrix_per_fragment_load => {}
+            r => failures.push(format!(
+                "{} matrix instructions per ldmatrix (< {})",
+                r.map_or("no ldmatrix, so no".into(), |r| format!("{r:.1}")),
+                criteria.min_matrix_per_fragment_load
+            )),
+        }
+        if mix.narrow_accesses > 0 || mix.scalar_shared_loads > 0 {
+            failures.push(format!(
+                "element-wise staging ({} 16-bit global loads or shared stores, {} scalar shared \
+                 loads)",
+                mix.narrow_accesses, mix.scalar_shared_loads
+            ));
+        }
+        if mix.wide_global_loads < mix.global_loads || mix.global_loads == 0 {
+            failures.push(format!(
+                "{} of {} global loads 128-bit",
+                mix.wide_global_loads, mix.global_loads
+            ));
+        }
+        match mix.barriers_per_tile() {
+            Some(b) if b <= criteria.max_barriers_per_tile => {}
+            b => failures.push(format!(
+                "{} barriers per K tile (> {})",
+                b.map_or("no copy stages, so unknown".into(), |b| format!("{b:.1}")),
+                criteria.max_barriers_per_tile
+            )),
+        }
+        match mix.stages_in_flight() {
+            Some(s) if s >= criteria.min_stages_in_flight => {}
+            s => failures.push(format!(
+                "{} K tiles in flight (< {})",
+                s.unwrap_or(0),
+                criteria.min_stages_in_flight
+            )),
+        }
+        failures
+    }
 }
 
 /// Why `plan` in `precision` is not compiled for `arch`, if it is not: a precision the rung
@@ -106,6 +167,12 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
     if !plan.config.computes(precision) {
         return Some(format!(
             "the {} rung does not compute {precision}",
+            plan.kernel()
+        ));
+    }
+    if plan.kernel().cuda_only() && arch.vendor == Vendor::Amd {
+        return Some(format!(
+            "the {} rung is CUDA's (mma.sync, ldmatrix, cp.async)",
             plan.kernel()
         ));
     }
@@ -155,9 +222,17 @@ impl fmt::Display for ResourceUsage {
             None => self.registers.to_string(),
         };
         let (active, max) = self.occupancy;
+        // The matrix columns, for a main loop with matrix instructions.
+        let matrix_loop = self.main_loop.filter(|l| l.matrix > 0);
+        let column = |f: &dyn Fn(&loops::LoopMix) -> Option<String>| {
+            matrix_loop
+                .as_ref()
+                .and_then(f)
+                .unwrap_or_else(|| "—".to_string())
+        };
         write!(
             f,
-            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>6}/{:<3} {:>4.0}%  {}",
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6}/{:<3} {:>4.0}%  {}",
             self.plan.to_string(),
             self.arch,
             short_name(self.precision),
@@ -165,12 +240,22 @@ impl fmt::Display for ResourceUsage {
             self.spills,
             self.static_shared_bytes,
             self.dynamic_shared_bytes,
-            self.main_loop.map_or_else(
-                || "—".to_string(),
-                |l| format!("{:.0}%/{}", l.percent(), l.instructions)
-            ),
+            self.main_loop
+                .filter(|l| l.fma > 0)
+                .map_or_else(
+                    || "—".to_string(),
+                    |l| format!("{:.0}%/{}", l.percent(), l.instructions)
+                ),
             self.matrix_ops
                 .map_or_else(|| "—".to_string(), |n| n.to_string()),
+            column(&|l| Some(format!("{:.0}%", l.matrix_percent()))),
+            column(&|l| l.matrix_per_fragment_load().map(|r| format!("{r:.1}"))),
+            column(&|l| (l.copy_commits > 0).then(|| format!(
+                "{}/{}",
+                l.async_copies / l.copy_commits,
+                l.stages_in_flight().unwrap_or(0)
+            ))),
+            column(&|l| l.barriers_per_tile().map(|b| format!("{b:.1}"))),
             active,
             max,
             100.0 * f64::from(active) / f64::from(max.max(1)),
@@ -179,9 +264,12 @@ impl fmt::Display for ResourceUsage {
     }
 }
 
-/// The column headings matching [`ResourceUsage`]'s `Display`.
+/// The column headings matching [`ResourceUsage`]'s `Display`. The matrix columns, for a main
+/// loop with matrix instructions: their share of it (`mma%`), matrix instructions per fragment
+/// load (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
+/// (`async`), cube barriers per K tile (`bar/t`).
 pub const TABLE_HEADER: &str =
-    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  occupancy     limit";
+    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit";
 
 /// A precision in one word: see [`Precision::short_name`].
 pub fn short_name(precision: Precision) -> String {
@@ -196,6 +284,8 @@ pub struct Toolchain {
     pub cuda_include: Vec<PathBuf>,
     /// The clang that compiles AMD code; `None`: `clang-15`, then `clang`.
     pub clang: Option<PathBuf>,
+    /// Where to write each NVIDIA kernel's SASS (`None`: nowhere).
+    pub sass_dir: Option<PathBuf>,
 }
 
 /// Checks that the tools for every architecture in `archs` are there, so that a missing tool is

@@ -85,11 +85,14 @@ pub(super) fn check(
         "-Xptxas=-v".to_string(),
         format!("--include-path={}", include.display()),
     ];
-    // The PyPI wheels keep `crt/` (which `mma.h`, the WMMA API, includes) in nvcc's wheel.
+    // The PyPI wheels keep `crt/` (which `mma.h`, the WMMA API, includes) in nvcc's wheel, and
+    // libcu++ (`cuda/barrier`, `nv/target`: the mma rung's pipeline) in CCCL's.
     if let Some(nvidia) = include.parent().and_then(|p| p.parent()) {
-        let crt = nvidia.join("cuda_nvcc/include");
-        if !include.join("crt/mma.h").is_file() && crt.join("crt/mma.h").is_file() {
-            options.push(format!("--include-path={}", crt.display()));
+        for (wheel, header) in [("cuda_nvcc", "crt/mma.h"), ("cuda_cccl", "cuda/barrier")] {
+            let dir = nvidia.join(wheel).join("include");
+            if !include.join(header).is_file() && dir.join(header).is_file() {
+                options.push(format!("--include-path={}", dir.display()));
+            }
         }
     }
     // SAFETY: `program` was just created and is destroyed once, after its log is read.
@@ -130,6 +133,12 @@ pub(super) fn check(
         static_shared + dynamic_shared,
     );
     let sass = cubin.and_then(|c| disassemble(&c));
+    if let (Some(dir), Some(listing)) = (&tools.sass_dir, &sass) {
+        let name = format!("{}_{}_{}.sass", plan, arch.name, precision.short_name());
+        let path = dir.join(name.replace([':', '='], "_"));
+        std::fs::write(&path, listing)
+            .map_err(|e| tool_error("nvdisasm", format!("writing {}: {e}", path.display())))?;
+    }
     Ok(ResourceUsage {
         plan: *plan,
         precision,

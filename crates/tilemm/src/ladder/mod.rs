@@ -88,6 +88,14 @@ pub trait Rung {
     /// Whether the kernel is built on matrix units (CubeCL `cmma`): WGSL cannot express it
     /// (wgpu runs it through SPIR-V), and its machine code must show matrix instructions.
     const MATRIX_UNITS: bool = false;
+    /// Whether the kernel exists for CUDA alone (PTX's `mma.sync`, `ldmatrix`, `cp.async`):
+    /// `emit` and the compile check give no HIP or WGSL source for it.
+    const CUDA_ONLY: bool = false;
+    /// What the compile check holds the main loop of the configuration to in NVIDIA SASS,
+    /// where the rung is built to feed matrix units at full rate.
+    fn matrix_loop_criteria(_config: &Self::Config) -> Option<MatrixLoopCriteria> {
+        None
+    }
     /// Block, grid and resources of a launch over `problem` (canonical).
     fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
     /// Enqueues one launch. `I` is the input buffers' element type (u32 for packed bf16), `A`
@@ -103,6 +111,23 @@ pub trait Rung {
         kernel: Expand,
         packed_bf16: bool,
     ) -> CubeDim;
+}
+
+/// What a matrix-unit kernel's main loop must show in NVIDIA SASS ([`Rung::matrix_loop_criteria`]):
+/// the share of matrix instructions, how many each fragment load feeds, barriers and copies in
+/// flight per K tile. Besides these, it may have no element-wise staging (16-bit global loads
+/// or shared stores, scalar shared loads feeding fragments), and its global loads must be
+/// 128-bit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MatrixLoopCriteria {
+    /// The least share of matrix instructions among the loop's, in percent.
+    pub min_matrix_percent: f64,
+    /// The fewest matrix instructions per fragment load (`ldmatrix`).
+    pub min_matrix_per_fragment_load: f64,
+    /// The most cube barriers per K tile.
+    pub max_barriers_per_tile: f64,
+    /// The fewest K tiles whose copies are in flight while one is computed.
+    pub min_stages_in_flight: u32,
 }
 
 /// One launch of a rung, as [`Rung::launch`] receives it.
@@ -127,8 +152,13 @@ pub struct Expand<'a> {
 }
 
 /// The shared signature's arguments, registered in a kernel's IR.
-pub(crate) struct Typed<'a, EA: CubePrimitive, EB: CubePrimitive, A: Float + CubeElement, O: Float>
-{
+pub(crate) struct Typed<
+    'a,
+    EA: CubePrimitive,
+    EB: CubePrimitive,
+    A: Float + CubeElement,
+    O: CubePrimitive,
+> {
     pub scope: &'a mut Scope,
     pub a: <Array<EA> as CubeType>::ExpandType,
     pub b: <Array<EB> as CubeType>::ExpandType,
@@ -159,7 +189,7 @@ impl<'a> Expand<'a> {
         EA: CubePrimitive,
         EB: CubePrimitive,
         A: Float + CubeElement,
-        O: Float,
+        O: CubePrimitive,
     >(
         self,
     ) -> Typed<'a, EA, EB, A, O> {
@@ -562,6 +592,11 @@ macro_rules! registry {
                 match self { $(Kernel::$variant => <$module::$rung as Rung>::MATRIX_UNITS,)* }
             }
 
+            /// Whether the rung exists for CUDA alone (see [`Rung::CUDA_ONLY`]).
+            pub fn cuda_only(self) -> bool {
+                match self { $(Kernel::$variant => <$module::$rung as Rung>::CUDA_ONLY,)* }
+            }
+
             /// Every configuration the rung can be built in.
             pub fn configs(self) -> Vec<Config> {
                 match self {
@@ -612,6 +647,11 @@ macro_rules! registry {
             /// Whether it may spill registers on a GPU in `precision` (see [`Rung::may_spill_in`]).
             pub fn may_spill_in(&self, precision: Precision) -> bool {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill_in(c, precision),)* }
+            }
+
+            /// What the main loop must show on NVIDIA (see [`Rung::matrix_loop_criteria`]).
+            pub fn matrix_loop_criteria(&self) -> Option<MatrixLoopCriteria> {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::matrix_loop_criteria(c),)* }
             }
 
             /// The main loop's least FMA share on NVIDIA (see [`Rung::loop_fma_floor`]).
@@ -686,6 +726,7 @@ registry! {
     register::Register => Register,
     broadcast::Broadcast => Broadcast,
     tensorcore::Tensorcore => Tensorcore,
+    mma::Mma => Mma,
 }
 
 impl fmt::Display for Kernel {

@@ -1,0 +1,1176 @@
+//! NVIDIA's matrix units the way the fastest Ampere-class kernels drive them (CUTLASS's sm80
+//! multistage GEMM): warp-level `mma.sync` on fragments the kernel lays out itself, loaded
+//! from shared memory with `ldmatrix`, fed by a pipeline of 16-byte asynchronous copies
+//! (`cp.async`) several K tiles deep. f16 and bf16 inputs, f32 accumulation.
+//!
+//! - **Block and warp tiles.** A cube of WM×WN warps computes a BM×BN block of C; each warp a
+//!   64×64 warp tile: per step of 16 along K it loads 4 fragments of A and 8 of B with 8
+//!   `ldmatrix.x4` and issues 32 `mma.m16n8k16`, 4 per load.
+//! - **Pipeline.** STAGES buffers of the BM×BK and BK×BN tiles in shared memory, filled with
+//!   `cp.async` (each copy 16 bytes, zero-filled past the edges) and completed on one
+//!   `mbarrier` per stage: while the warps compute on tile t, tiles t+1 … t+STAGES−1 are in
+//!   flight. One cube barrier per K tile (before the stage computed last is refilled).
+//! - **Conflict-free shared memory.** Each operand's tile lies as it lies in global memory (A
+//!   row-major: rows of K; column-major: rows of M), in 16-byte chunks whose position within a
+//!   row is XORed with the row ([`Swizzle`]): the 8 rows an `ldmatrix` phase reads, and the 8
+//!   chunks a phase of copies writes, fall in 8 distinct bank groups. `ldmatrix.trans` turns
+//!   the operands stored the other way into the fragments `mma` wants, so neither is
+//!   transposed on its way to shared memory.
+//! - **Epilogue from the fragments.** Each lane holds pairs of adjacent columns of C: α and β
+//!   are applied in registers and the pairs stored as 2-vectors, with no tile of C in shared
+//!   memory.
+//!
+//! The contract is whole: operands whose rows are not 16-byte aligned, or strided ones, are
+//! copied element by element into the same layout (synchronously), C that is not row-major
+//! with even strides is stored element by element, and every edge is guarded.
+
+use cubecl::cmma::MmaDefinition;
+use cubecl::ir::MatrixIdent;
+use cubecl::prelude::barrier::{copy_async, copy_async_checked, Barrier};
+use cubecl::prelude::*;
+use serde::Serialize;
+
+use super::args::{at, Dims, Layouts, View};
+use super::{LaunchShape, Rung};
+use crate::device::{DeviceInfo, MatrixUnit};
+use crate::error::Unavailable;
+use crate::problem::{DType, MatrixDesc, Precision, Problem};
+
+/// Bytes of one asynchronous copy (`cp.async`'s widest), and of a chunk of the shared layout.
+pub const CHUNK_BYTES: u32 = 16;
+
+/// The instruction's shape for 16-bit inputs: m16n8k16.
+const INSTRUCTION: (u32, u32, u32) = (16, 8, 16);
+
+/// Lanes of a warp.
+const WARP: u32 = 32;
+
+/// Where a 16-byte chunk of a tile lies in shared memory: the tile's rows are `chunks` chunks
+/// long, and chunk `c` of row `r` sits at position `c ^ ((r >> shift) & mask)` of its row.
+///
+/// With `shift` and `mask` from [`Swizzle::new`], any 8 consecutive rows (aligned to 8) at
+/// one chunk position, and any 8 consecutive chunks of a 128-byte line, land in the 8
+/// distinct 16-byte bank groups of the 32 banks: what an `ldmatrix` phase reads and a phase
+/// of 8 lanes' 16-byte copies writes (tested in [`tests`] from this function alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Swizzle {
+    /// Chunks per row.
+    pub chunks: u32,
+    /// Rows sharing a 128-byte line: log2.
+    pub shift: u32,
+    /// Chunk positions XORed: `min(chunks, 8) − 1`.
+    pub mask: u32,
+}
+
+impl Swizzle {
+    /// The swizzle of rows `chunks` chunks long (a power of two).
+    pub const fn new(chunks: u32) -> Self {
+        let per_line = if chunks >= 8 { 1 } else { 8 / chunks };
+        Swizzle {
+            chunks,
+            shift: per_line.trailing_zeros(),
+            mask: if chunks >= 8 { 7 } else { chunks - 1 },
+        }
+    }
+
+    /// The position of chunk `chunk` of row `row`, in chunks from the tile's start.
+    pub const fn position(&self, row: u32, chunk: u32) -> u32 {
+        row * self.chunks + (chunk ^ ((row >> self.shift) & self.mask))
+    }
+}
+
+/// [`Swizzle::position`] in a kernel.
+#[cube]
+pub fn swizzled(row: u32, chunk: u32, #[comptime] swizzle: Swizzle) -> u32 {
+    row * swizzle.chunks + (chunk ^ ((row >> swizzle.shift) & swizzle.mask))
+}
+
+/// One operand's tile in shared memory: `rows` rows of `swizzle.chunks` 16-byte chunks, the
+/// rows running along the operand's contiguous axis' partner (A row-major: rows of A, chunks
+/// along K; column-major: rows of K, chunks along M).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct StagedTile {
+    /// Rows stored.
+    pub rows: u32,
+    /// Their layout.
+    pub swizzle: Swizzle,
+    /// Elements per chunk (8 for 16-bit types).
+    pub per_chunk: u32,
+    /// Whether the stored rows are the operand's columns (a column-major operand).
+    pub by_cols: bool,
+}
+
+impl StagedTile {
+    /// An operand's `outer`×`inner` tile (rows × columns of the operand: A's BM×BK, B's
+    /// BK×BN) of `bytes`-byte elements, stored as the operand lies (`by_cols`: column-major).
+    pub const fn new(outer: u32, inner: u32, bytes: u32, by_cols: bool) -> Self {
+        let per_chunk = CHUNK_BYTES / bytes;
+        let (rows, along) = if by_cols { (inner, outer) } else { (outer, inner) };
+        StagedTile {
+            rows,
+            swizzle: Swizzle::new(along / per_chunk),
+            per_chunk,
+            by_cols,
+        }
+    }
+
+    /// Elements in the tile.
+    pub const fn elements(&self) -> u32 {
+        self.rows * self.swizzle.chunks * self.per_chunk
+    }
+}
+
+/// The manual-MMA rung.
+pub struct Mma;
+
+/// The rung's settings: the block tile, its warps and the pipeline's depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct MmaConfig {
+    /// Rows of C per cube.
+    pub bm: u32,
+    /// Columns of C per cube.
+    pub bn: u32,
+    /// Elements of K per tile.
+    pub bk: u32,
+    /// Warps along the rows of C.
+    pub wm: u32,
+    /// Warps along the columns of C.
+    pub wn: u32,
+    /// Tiles of K in shared memory at once (copies in flight: `stages` − 1).
+    pub stages: u32,
+}
+
+impl MmaConfig {
+    const KEYS: [&'static str; 6] = ["bm", "bn", "bk", "wm", "wn", "stages"];
+
+    /// Rows of a warp's tile.
+    pub fn warp_m(&self) -> u32 {
+        self.bm / self.wm
+    }
+
+    /// Columns of a warp's tile.
+    pub fn warp_n(&self) -> u32 {
+        self.bn / self.wn
+    }
+
+    /// Units per cube.
+    pub fn units(&self) -> u32 {
+        WARP * self.wm * self.wn
+    }
+
+    /// A's and B's tiles for operands of `bytes`-byte elements in `layouts`.
+    pub fn tiles(&self, bytes: u32, layouts: Layouts) -> (StagedTile, StagedTile) {
+        (
+            StagedTile::new(self.bm, self.bk, bytes, layouts.a_by_cols),
+            StagedTile::new(self.bk, self.bn, bytes, layouts.b_by_cols),
+        )
+    }
+
+    /// Shared memory of the pipeline, in bytes (the barriers add a few bytes more).
+    pub fn shared_bytes(&self, bytes: u32) -> usize {
+        (self.stages * (self.bm * self.bk + self.bk * self.bn) * bytes) as usize
+    }
+
+    /// Whether the tiles divide into warps, fragments, chunks and units evenly, and a unit's
+    /// copies into each tile, in every layout, lie a multiple of 8 rows apart (the swizzle's
+    /// period, so that they are one offset plus constants: [`CopyPlan`]).
+    fn valid(&self) -> bool {
+        let (im, in_, ik) = INSTRUCTION;
+        let units = self.units();
+        let tiles_fit = [false, true].iter().all(|&by_cols| {
+            let layouts = Layouts {
+                a_by_cols: by_cols,
+                b_by_cols: by_cols,
+            };
+            let (ta, tb) = self.tiles(2, layouts);
+            [ta, tb].iter().all(|t| {
+                let chunks = t.swizzle.chunks;
+                units.is_multiple_of(chunks)
+                    && (units / chunks).is_multiple_of(8)
+                    && (t.rows * chunks).is_multiple_of(units)
+            })
+        });
+        self.bm.is_multiple_of(self.wm)
+            && self.bn.is_multiple_of(self.wn)
+            && self.warp_m().is_multiple_of(im)
+            && self.warp_n().is_multiple_of(2 * in_)
+            && self.bk.is_multiple_of(ik)
+            && self.stages >= 2
+            && tiles_fit
+    }
+}
+
+/// Copies one K tile of an operand into its stage: `units` units, each a share of the tile's
+/// pieces of `width` elements (a whole 16-byte chunk with `cp.async`, zero-filled past the
+/// operand's edges; or, for `width` 1, single elements loaded and stored synchronously).
+/// The tile's corner is (`row0`, `col0`) of the operand, whose valid rows and columns end at
+/// `rows_end` and `cols_end`; `inside` says the whole tile lies within them, so that no copy
+/// needs a bound (the interior tiles: every one of a large product but those at its edges).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn stage_operand<F: Float>(
+    src: &Array<F>,
+    view: &View,
+    tile: &mut SharedMemory<F>,
+    stage_base: u32,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    rows_end: u32,
+    cols_end: u32,
+    inside: bool,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+    #[comptime] width: u32,
+) {
+    let per_chunk = comptime!(staged.per_chunk);
+    let pieces_per_chunk = comptime!(per_chunk / width);
+    let pieces_per_row = comptime!(staged.swizzle.chunks * pieces_per_chunk);
+    let pieces = comptime!(staged.rows * pieces_per_row);
+    #[unroll]
+    for q in 0..comptime!(pieces / units) {
+        let piece = q * units + UNIT_POS;
+        let row = piece / pieces_per_row;
+        let rest = piece % pieces_per_row;
+        let chunk = rest / pieces_per_chunk;
+        let along = chunk * per_chunk + (rest % pieces_per_chunk) * width;
+        // The operand's coordinates of the piece's first element, and how many of its
+        // `width` elements lie inside the operand.
+        let (i, j) = if comptime!(staged.by_cols) {
+            (row0 + along, col0 + row)
+        } else {
+            (row0 + row, col0 + along)
+        };
+        let offset = stage_base
+            + swizzled(row, chunk, staged.swizzle) * per_chunk
+            + (rest % pieces_per_chunk) * width;
+        if comptime!(width > 1) && inside {
+            let index = at(view, batch, i, j);
+            copy_async(
+                &src.slice(index, index + width as usize),
+                &mut tile.slice_mut(offset as usize, (offset + width) as usize),
+                width,
+            );
+        } else {
+            let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
+                (j < cols_end, i, rows_end)
+            } else {
+                (i < rows_end, j, cols_end)
+            };
+            let mut valid = 0u32;
+            if fixed_ok && along_pos < along_end {
+                valid = (along_end - along_pos).min(width);
+            }
+            stage_piece::<F>(src, view, tile, batch, i, j, offset, valid, width);
+        }
+    }
+}
+
+/// One piece of [`stage_operand`] at an edge: its `valid` elements from (`i`, `j`) on, zeros
+/// after them.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn stage_piece<F: Float>(
+    src: &Array<F>,
+    view: &View,
+    tile: &mut SharedMemory<F>,
+    batch: u32,
+    i: u32,
+    j: u32,
+    offset: u32,
+    valid: u32,
+    #[comptime] width: u32,
+) {
+    {
+        if comptime!(width == 1) {
+            let mut value = F::new(0.0);
+            if valid > 0 {
+                value = src[at(view, batch, i, j)];
+            }
+            tile[offset as usize] = value;
+        } else {
+            // Out of range, the copy reads nothing (and is given a harmless address).
+            let mut index = 0usize;
+            if valid > 0 {
+                index = at(view, batch, i, j);
+            }
+            copy_async_checked(
+                &src.slice(index, index + valid as usize),
+                &mut tile.slice_mut(offset as usize, (offset + width) as usize),
+                width,
+            );
+        }
+    }
+}
+
+/// A unit's share of one operand's copies on the fast path (whole tiles, 16-byte copies): the
+/// buffer index of its first piece in K tile 0, the index steps between its pieces and between
+/// K tiles, and the stage offset of its first piece. Its other pieces follow `units` chunks
+/// apart in the stage: their rows are a multiple of 8 apart ([`MmaConfig::valid`]), over
+/// which the swizzle repeats.
+#[derive(CubeType, Clone, Copy)]
+struct CopyPlan {
+    first: usize,
+    step_piece: usize,
+    step_tile: usize,
+    shared: u32,
+}
+
+/// [`CopyPlan`] for an operand whose tile 0 has its corner at (`row0`, `col0`); K runs along
+/// the operand's rows (`k_down`: B) or columns (A).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn copy_plan(
+    view: &View,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+    #[comptime] bk: u32,
+    #[comptime] k_down: bool,
+) -> CopyPlan {
+    let chunks = comptime!(staged.swizzle.chunks);
+    let per_chunk = comptime!(staged.per_chunk);
+    let row = UNIT_POS / chunks;
+    let chunk = UNIT_POS % chunks;
+    let along = chunk * per_chunk;
+    let (i, j) = if comptime!(staged.by_cols) {
+        (row0 + along, col0 + row)
+    } else {
+        (row0 + row, col0 + along)
+    };
+    let stored_rows_stride = if comptime!(staged.by_cols) {
+        view.col_stride
+    } else {
+        view.row_stride
+    };
+    let k_stride = if comptime!(k_down) {
+        view.row_stride
+    } else {
+        view.col_stride
+    };
+    CopyPlan {
+        first: at(view, batch, i, j),
+        step_piece: (comptime!(units / chunks) * stored_rows_stride) as usize,
+        step_tile: (comptime!(bk) * k_stride) as usize,
+        shared: swizzled(row, chunk, staged.swizzle) * per_chunk,
+    }
+}
+
+/// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
+/// `cp.async` per piece, no bounds (the fast path's tiles are whole).
+#[cube]
+fn copy_tile<F: Float>(
+    src: &Array<F>,
+    plan: &CopyPlan,
+    tile: &mut SharedMemory<F>,
+    t: u32,
+    #[comptime] stage_base: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+) {
+    let per_chunk = comptime!(staged.per_chunk);
+    let pieces = comptime!(staged.rows * staged.swizzle.chunks);
+    let base = plan.first + t as usize * plan.step_tile;
+    #[unroll]
+    for q in 0..comptime!(pieces / units) {
+        let index = base + q as usize * plan.step_piece;
+        let offset = plan.shared + comptime!(stage_base + q * units * per_chunk);
+        copy_async(
+            &src.slice(index, index + per_chunk as usize),
+            &mut tile.slice_mut(offset as usize, (offset + per_chunk) as usize),
+            per_chunk,
+        );
+    }
+}
+
+/// A lane's `ldmatrix.x4` addresses into one operand's stage (in elements from the stage's
+/// start), for a warp tile from `origin` (its first row of A, or column of B).
+///
+/// Lane `l` gives the address of row `l % 8` of 8×8 matrix `l / 8`; of a 16×16 fragment of A
+/// the matrices are rows (quad % 2)·8.. and K (quad / 2)·8.., of a pair of 16×8 fragments of
+/// B, K (quad % 2)·8.. and columns (quad / 2)·8... Where the stored rows are the fragments'
+/// outer axis (A row-major, B column-major), the address varies with the step of K only
+/// through the chunk: one address per step (`steps`), and outer fragment `o` adds
+/// `o·16` rows; otherwise one address per outer fragment (`outer`), and step `kk` adds `kk·16`
+/// rows. (The swizzle repeats every 8 rows.) [`fragment_offset`] adds the constant.
+#[cube]
+fn fragment_bases(
+    lane: u32,
+    origin: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] is_a: bool,
+    #[comptime] outer: u32,
+    #[comptime] steps: u32,
+) -> Array<u32> {
+    let (quad, sub) = (lane / 8, lane % 8);
+    let per_chunk = comptime!(staged.per_chunk);
+    let (outer_quad, k_quad) = if comptime!(is_a) {
+        ((quad % 2) * 8, (quad / 2) * 8)
+    } else {
+        ((quad / 2) * 8, (quad % 2) * 8)
+    };
+    let rows_are_outer = comptime!(is_a != staged.by_cols);
+    let count = comptime!(if rows_are_outer { steps } else { outer });
+    let mut bases = Array::<u32>::new(comptime!(count as usize));
+    #[unroll]
+    for v in 0..count {
+        let (row, along) = if comptime!(rows_are_outer) {
+            (origin + outer_quad + sub, v * 16 + k_quad)
+        } else {
+            (k_quad + sub, origin + v * 16 + outer_quad)
+        };
+        bases[v as usize] = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
+    }
+    bases
+}
+
+/// The stage offset of outer fragment `o` at step `kk`: the lane's base from
+/// [`fragment_bases`] plus a constant.
+#[cube]
+fn fragment_offset(
+    bases: &Array<u32>,
+    #[comptime] o: u32,
+    #[comptime] kk: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] is_a: bool,
+) -> u32 {
+    let row_elems = comptime!(staged.swizzle.chunks * staged.per_chunk);
+    if comptime!(is_a != staged.by_cols) {
+        bases[kk as usize] + comptime!(o * 16 * row_elems)
+    } else {
+        bases[o as usize] + comptime!(kk * 16 * row_elems)
+    }
+}
+
+/// Loads fragment registers with `ldmatrix.x4` (transposed where the operand is stored across
+/// the fragments' rows) from `offset`, the lane's row address.
+#[cube]
+fn load_x4<F: Float, A: Float>(
+    def: MmaDefinition<F, F, A>,
+    tile: &SharedMemory<F>,
+    offset: u32,
+    #[comptime] per_chunk: u32,
+    #[comptime] ident: MatrixIdent,
+    #[comptime] transpose: bool,
+) -> Array<Vector<F, Const<2>>> {
+    let start = offset as usize;
+    def.load_matrix::<F, Const<2>>(
+        &tile.slice(start, start + per_chunk as usize),
+        ident,
+        4usize,
+        transpose,
+    )
+}
+
+/// The warp's MMAs on one stage: per step of 16 along K, MI fragments of A and NI of B (two
+/// per `ldmatrix.x4`), then MI·NI `mma.m16n8k16` into `acc`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn warp_tile<F: Float, A: Float>(
+    def: MmaDefinition<F, F, A>,
+    shared_a: &SharedMemory<F>,
+    shared_b: &SharedMemory<F>,
+    bases_a: &Array<u32>,
+    bases_b: &Array<u32>,
+    acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
+    #[comptime] stage: u32,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+) {
+    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let (fm, fn_, fk) = comptime!(INSTRUCTION);
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
+    let (base_a, base_b) = comptime!((stage * tile_a.elements(), stage * tile_b.elements()));
+    let per_chunk = comptime!(tile_a.per_chunk);
+    #[unroll]
+    for kk in 0..comptime!(config.bk / fk) {
+        let mut frags_a = Sequence::<Array<Vector<F, Const<2>>>>::new();
+        #[unroll]
+        for i in 0..mi {
+            let offset = fragment_offset(bases_a, i, kk, tile_a, true) + base_a;
+            frags_a.push(load_x4::<F, A>(
+                def,
+                shared_a,
+                offset,
+                per_chunk,
+                MatrixIdent::A,
+                comptime!(tile_a.by_cols),
+            ));
+        }
+        #[unroll]
+        for p in 0..comptime!(ni / 2) {
+            let offset = fragment_offset(bases_b, p, kk, tile_b, false) + base_b;
+            let pair = load_x4::<F, A>(
+                def,
+                shared_b,
+                offset,
+                per_chunk,
+                MatrixIdent::B,
+                comptime!(!tile_b.by_cols),
+            );
+            #[unroll]
+            for h in 0..2u32 {
+                // Registers 2h and 2h + 1 of the x4 are fragment 2p + h.
+                let mut frag_b = Array::<Vector<F, Const<2>>>::new(2usize);
+                frag_b[0] = pair[(2 * h) as usize];
+                frag_b[1] = pair[(2 * h + 1) as usize];
+                let j = 2 * p + h;
+                #[unroll]
+                for i in 0..mi {
+                    let acc_ij = acc.index_mut(comptime!((i * ni + j) as usize));
+                    def.execute_inplace::<Const<2>, Const<2>, Const<2>>(
+                        frags_a.index(comptime!(i as usize)),
+                        &frag_b,
+                        acc_ij,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The K loop: tiles in flight STAGES − 1 ahead on the stages' barriers, one cube barrier per
+/// tile, the warp's MMAs on each. `fast`: every tile whole and both operands copied in 16-byte
+/// pieces, so copies follow precomputed plans with no bounds; else each piece is placed and
+/// bounded on its own.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn k_loop<F: Float, A: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    va: &View,
+    vb: &View,
+    dims: &Dims,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    full: &Sequence<Shared<Barrier>>,
+    acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    warp_row: u32,
+    warp_col: u32,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] width_a: u32,
+    #[comptime] width_b: u32,
+    #[comptime] fast: bool,
+) {
+    let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
+    let units = comptime!(config.units());
+    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
+    let (fm, fn_, fk) = comptime!(INSTRUCTION);
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
+    let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
+    let lane = UNIT_POS_X;
+    let steps = comptime!(bk / fk);
+    let bases_a = fragment_bases(lane, warp_row, tile_a, true, mi, steps);
+    let bases_b = fragment_bases(lane, warp_col, tile_b, false, comptime!(ni / 2), steps);
+    let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
+    let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
+    // Off the fast path: whether the block's rows of A and columns of B lie inside the
+    // operands (then a tile whose K does too needs no bounds).
+    let rows_inside = row0 + bm <= dims.m;
+    let cols_inside = col0 + bn <= dims.n;
+
+    let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
+    // The first STAGES − 1 tiles in flight.
+    #[unroll]
+    for s in 0..comptime!(stages - 1) {
+        if s < tiles {
+            if comptime!(fast) {
+                copy_tile::<F>(a, &plan_a, shared_a, s, comptime!(s * stage_a), tile_a, units);
+                copy_tile::<F>(b, &plan_b, shared_b, s, comptime!(s * stage_b), tile_b, units);
+            } else {
+                let k0 = dims.k_begin + s * bk;
+                let k_inside = k0 + bk <= dims.k_end;
+                stage_operand::<F>(
+                    a, va, shared_a, s * stage_a, batch, row0, k0, dims.m, dims.k_end,
+                    rows_inside && k_inside, tile_a, units, width_a,
+                );
+                stage_operand::<F>(
+                    b, vb, shared_b, s * stage_b, batch, k0, col0, dims.k_end, dims.n,
+                    cols_inside && k_inside, tile_b, units, width_b,
+                );
+            }
+            let bar = full.index(comptime!(s as usize));
+            bar.commit_copy_async();
+            bar.arrive();
+        }
+    }
+
+    // Tiles in groups of STAGES, so that each tile's stage (and barrier, and the stage it
+    // refills) is known at compile time. Every unit runs every trip (the barriers need them
+    // all); at most LOOP_TRIP_LIMIT of them (k_per_trip = BK): the host splits K.
+    let groups = tiles.div_ceil(stages);
+    for group in 0..groups {
+        let parity = group % 2;
+        #[unroll]
+        for s in 0..stages {
+            let t = group * stages + s;
+            if t < tiles {
+                full.index(comptime!(s as usize)).wait_parity(parity);
+                // Everyone is done with tile t − 1, whose stage is refilled next.
+                sync_cube();
+                let next = t + stages - 1;
+                if next < tiles {
+                    let refill = comptime!((s + stages - 1) % stages);
+                    if comptime!(fast) {
+                        copy_tile::<F>(
+                            a, &plan_a, shared_a, next, comptime!(refill * stage_a), tile_a,
+                            units,
+                        );
+                        copy_tile::<F>(
+                            b, &plan_b, shared_b, next, comptime!(refill * stage_b), tile_b,
+                            units,
+                        );
+                    } else {
+                        let k0 = dims.k_begin + next * bk;
+                        let k_inside = k0 + bk <= dims.k_end;
+                        stage_operand::<F>(
+                            a, va, shared_a, refill * stage_a, batch, row0, k0, dims.m,
+                            dims.k_end, rows_inside && k_inside, tile_a, units, width_a,
+                        );
+                        stage_operand::<F>(
+                            b, vb, shared_b, refill * stage_b, batch, k0, col0, dims.k_end,
+                            dims.n, cols_inside && k_inside, tile_b, units, width_b,
+                        );
+                    }
+                    let bar = full.index(comptime!(refill as usize));
+                    bar.commit_copy_async();
+                    bar.arrive();
+                }
+                warp_tile::<F, A>(
+                    def, shared_a, shared_b, &bases_a, &bases_b, acc, s, config, layouts,
+                );
+            }
+        }
+    }
+}
+
+/// C = α·A·B + β·C over the slab `k_begin..k_end` of K, f16 or bf16 inputs (`F`) accumulated
+/// in `A` (f32). Cube (X, Y) computes the BM×BN block at (Y·BM, X·BN); warp `UNIT_POS_Y`
+/// (row-major over WM×WN) its warp tile. A and B are copied in pieces of `width_a` and
+/// `width_b` elements (16 bytes, or 1 where they are not aligned), C stored in vectors of
+/// `NC` = `width_c` (2, or 1).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+#[allow(clippy::manual_is_multiple_of)] // `%` is what the kernel language has.
+pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
+    a: &Array<F>,
+    b: &Array<F>,
+    c: &mut Array<Vector<O, NC>>,
+    va: View,
+    vb: View,
+    vc: View,
+    dims: Dims,
+    alpha: A,
+    beta: A,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] width_a: u32,
+    #[comptime] width_b: u32,
+    #[comptime] width_c: u32,
+) {
+    let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
+    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
+    let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
+
+    let mut shared_a =
+        SharedMemory::<F>::new_aligned(comptime!((stages * stage_a) as usize), 128usize);
+    let mut shared_b =
+        SharedMemory::<F>::new_aligned(comptime!((stages * stage_b) as usize), 128usize);
+    // One barrier per stage: every unit arrives once its copies into the stage have landed.
+    let mut full = Sequence::<Shared<Barrier>>::new();
+    #[unroll]
+    for _ in 0..stages {
+        full.push(Barrier::shared(CUBE_DIM, UNIT_POS == 0));
+    }
+
+    let row0 = CUBE_POS_Y * bm;
+    let col0 = CUBE_POS_X * bn;
+    let batch = CUBE_POS_Z + dims.batch_begin;
+    let (lane, warp) = (UNIT_POS_X, UNIT_POS_Y);
+    let warp_row = (warp / comptime!(config.wn)) * comptime!(config.warp_m());
+    let warp_col = (warp % comptime!(config.wn)) * comptime!(config.warp_n());
+
+    // The warp tile's accumulators: fragment (i, j) holds rows g and g + 8 (g = lane / 4) and
+    // columns 2·(lane % 4) + {0, 1} of the 16×8 tile at (16·i, 8·j), as two 2-vectors.
+    let mut acc = Sequence::<Array<Vector<A, Const<2>>>>::new();
+    #[unroll]
+    for _ in 0..mi * ni {
+        let mut frag = Array::<Vector<A, Const<2>>>::new(2usize);
+        frag[0] = Vector::cast_from(A::new(0.0));
+        frag[1] = Vector::cast_from(A::new(0.0));
+        acc.push(frag);
+    }
+
+    // The fast path: a block inside C whose K tiles are all whole, both operands aligned.
+    let whole = row0 + bm <= dims.m
+        && col0 + bn <= dims.n
+        && (dims.k_end - dims.k_begin) % bk == 0;
+    if comptime!(width_a > 1 && width_b > 1) && whole {
+        k_loop::<F, A>(
+            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc, batch, row0,
+            col0, warp_row, warp_col, config, layouts, width_a, width_b, true,
+        );
+    } else {
+        k_loop::<F, A>(
+            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc, batch, row0,
+            col0, warp_row, warp_col, config, layouts, width_a, width_b, false,
+        );
+    }
+
+    // The epilogue, from the fragments: lane (g, q) = (lane / 4, lane % 4) holds columns
+    // 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment.
+    let g = lane / 4;
+    let q = lane % 4;
+    #[unroll]
+    for i in 0..mi {
+        #[unroll]
+        for j in 0..ni {
+            let frag = acc.index(comptime!((i * ni + j) as usize));
+            let col = col0 + warp_col + j * fn_ + 2 * q;
+            #[unroll]
+            for h in 0..2u32 {
+                let row = row0 + warp_row + i * fm + g + h * 8;
+                store_pair::<A, O, NC>(
+                    c,
+                    &vc,
+                    &dims,
+                    batch,
+                    row,
+                    col,
+                    frag[h as usize],
+                    alpha,
+                    beta,
+                    width_c,
+                );
+            }
+        }
+    }
+}
+
+/// Writes α·`pair` + β·C to columns `col`, `col` + 1 of row `row` of C, those inside C: as one
+/// 2-vector where C is stored in them (`NC` = 2: row-major, even strides and N), else element
+/// by element. With β = 0, C is not read.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_pair<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    vc: &View,
+    dims: &Dims,
+    batch: u32,
+    row: u32,
+    col: u32,
+    pair: Vector<A, Const<2>>,
+    alpha: A,
+    beta: A,
+    #[comptime] width: u32,
+) {
+    if row < dims.m {
+        if comptime!(width == 2) {
+            // N is even, so a pair is inside C whenever its first column is.
+            if col < dims.n {
+                let index = at(vc, batch, row, col) / 2;
+                let mut out = Vector::<O, NC>::empty();
+                #[unroll]
+                for e in 0..2usize {
+                    let mut value = alpha * pair[e];
+                    if beta != A::new(0.0) {
+                        value += beta * A::cast_from(c[index][e]);
+                    }
+                    out[e] = O::cast_from(value);
+                }
+                c[index] = out;
+            }
+        } else {
+            #[unroll]
+            for e in 0..2u32 {
+                if col + e < dims.n {
+                    let index = at(vc, batch, row, col + e);
+                    let mut value = alpha * pair[e as usize];
+                    if beta != A::new(0.0) {
+                        value += beta * A::cast_from(c[index][0]);
+                    }
+                    let mut out = Vector::<O, NC>::empty();
+                    out[0] = O::cast_from(value);
+                    c[index] = out;
+                }
+            }
+        }
+    }
+}
+
+/// The widest piece (in elements: a whole 16-byte chunk, else 1) operand `d` can be copied in
+/// along its contiguous axis: every chunk of a tile must start 16-byte aligned in the buffer.
+/// Tiles start at multiples of the chunk along that axis (K slabs at multiples of BK), so the
+/// offset and the other strides decide. Strided operands go element by element.
+pub fn copy_width(d: &MatrixDesc, bytes: u32) -> u32 {
+    let chunk = (CHUNK_BYTES / bytes) as usize;
+    let along_rows = d.col_stride == 1 || d.cols == 1;
+    let along_cols = d.row_stride == 1 || d.rows == 1;
+    let other = if along_rows {
+        d.row_stride
+    } else if along_cols {
+        d.col_stride
+    } else {
+        return 1;
+    };
+    let aligned = [d.offset, other, d.batch_stride]
+        .iter()
+        .all(|x| x.is_multiple_of(chunk));
+    if aligned {
+        chunk as u32
+    } else {
+        1
+    }
+}
+
+/// C's vector width: 2 where C is row-major with even offset, strides and N, so that a lane's
+/// pair of columns is one aligned 2-vector; else 1.
+pub fn store_width(d: &MatrixDesc) -> u32 {
+    let even = [d.offset, d.row_stride, d.batch_stride, d.cols]
+        .iter()
+        .all(|x| x.is_multiple_of(2));
+    if d.col_stride == 1 && even {
+        2
+    } else {
+        1
+    }
+}
+
+impl Rung for Mma {
+    const NAME: &'static str = "mma";
+    const ABOUT: &'static str = "NVIDIA mma.sync from ldmatrix fragments, cp.async pipeline, \
+                                 swizzled shared memory, f16/bf16 inputs (CUDA sm_80+)";
+    type Config = MmaConfig;
+    const MATRIX_UNITS: bool = true;
+    const CUDA_ONLY: bool = true;
+
+    fn matrix_loop_criteria(_config: &MmaConfig) -> Option<super::MatrixLoopCriteria> {
+        // What an Ampere-class kernel aiming at 40–60% of cuBLAS shows (shared/notes: 37%
+        // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight).
+        Some(super::MatrixLoopCriteria {
+            min_matrix_percent: 30.0,
+            min_matrix_per_fragment_load: 4.0,
+            max_barriers_per_tile: 1.0,
+            min_stages_in_flight: 2,
+        })
+    }
+
+    fn configs() -> Vec<MmaConfig> {
+        let config = |bm, bn, bk, wm, wn, stages| MmaConfig {
+            bm,
+            bn,
+            bk,
+            wm,
+            wn,
+            stages,
+        };
+        // 64×64 warp tiles, CUTLASS's large configurations: 4 HMMA per ldmatrix (a 64×32 warp
+        // tile gets 2.7, short of what the compile check asks of every configuration).
+        [
+            config(128, 128, 32, 2, 2, 3),
+            config(128, 128, 32, 2, 2, 4),
+            config(128, 256, 32, 2, 4, 3),
+            config(256, 128, 32, 4, 2, 3),
+        ]
+        .into_iter()
+        .filter(MmaConfig::valid)
+        .collect()
+    }
+
+    fn default_config() -> MmaConfig {
+        MmaConfig {
+            bm: 128,
+            bn: 128,
+            bk: 32,
+            wm: 2,
+            wn: 2,
+            stages: 3,
+        }
+    }
+
+    fn parse(text: &str) -> Result<MmaConfig, String> {
+        let v = super::parse_settings(text, &MmaConfig::KEYS)?;
+        let config = MmaConfig {
+            bm: v[0],
+            bn: v[1],
+            bk: v[2],
+            wm: v[3],
+            wn: v[4],
+            stages: v[5],
+        };
+        super::one_of(config, Self::configs(), Self::show)
+    }
+
+    fn show(c: &MmaConfig) -> String {
+        format!(
+            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}",
+            c.bm, c.bn, c.bk, c.wm, c.wn, c.stages
+        )
+    }
+
+    fn computes(_config: &MmaConfig, precision: Precision) -> bool {
+        matches!(precision.input, DType::F16 | DType::BF16) && precision.accumulate == DType::F32
+    }
+
+    fn plane_width(_config: &MmaConfig) -> Option<u32> {
+        Some(WARP)
+    }
+
+    fn supports(
+        _config: &MmaConfig,
+        problem: &Problem,
+        device: &DeviceInfo,
+    ) -> Result<(), Unavailable> {
+        let input = problem.precision.input;
+        let (m, n, k) = INSTRUCTION;
+        let wanted = MatrixUnit {
+            a: input,
+            b: input,
+            cd: DType::F32,
+            m,
+            n,
+            k,
+        };
+        if !device.register_mma.contains(&wanted) {
+            return Err(Unavailable::RegisterMma { wanted });
+        }
+        if !device.copy_async {
+            return Err(Unavailable::AsyncCopy);
+        }
+        Ok(())
+    }
+
+    fn shape(c: &MmaConfig, problem: &Problem) -> LaunchShape {
+        let bytes = problem.precision.input.size_bytes() as u32;
+        super::block_tiled_shape(
+            problem,
+            [c.bn, c.bm],
+            [WARP, c.wm * c.wn],
+            c.shared_bytes(bytes),
+            c.bk,
+        )
+    }
+
+    fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+        config: &MmaConfig,
+        launch: super::Launch<'_, R>,
+        packed_bf16: bool,
+    ) {
+        let super::Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        debug_assert!(!packed_bf16, "the mma rung runs where bf16 is a type (CUDA)");
+        let bytes = size_of::<I>() as u32;
+        let (width_a, width_b) = (
+            copy_width(&args.views[0], bytes),
+            copy_width(&args.views[1], bytes),
+        );
+        let width_c = store_width(&args.views[2]);
+        let dim = CubeDim::new_2d(WARP, config.wm * config.wn);
+        macro_rules! go {
+            ($f:ty) => {
+                // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
+                // covers C once, every copy and store is guarded by the operands' edges and the
+                // slab's end, 16-byte copies and 2-vectors of C are aligned (`copy_width`,
+                // `store_width`), and the device has mma.sync for this type and cp.async
+                // (`supports`).
+                unsafe {
+                    mma_matmul::launch_unchecked::<$f, A, O, R>(
+                        client,
+                        count,
+                        dim,
+                        width_c as usize,
+                        a,
+                        b,
+                        c,
+                        args.view(0),
+                        args.view(1),
+                        args.view(2),
+                        args.dims(),
+                        super::args::scalar::<A>(args.alpha),
+                        super::args::scalar::<A>(args.beta),
+                        *config,
+                        args.layouts(),
+                        width_a,
+                        width_b,
+                        width_c,
+                    )
+                }
+            };
+        }
+        if is::<I, half::bf16>() {
+            go!(half::bf16)
+        } else {
+            go!(half::f16)
+        }
+    }
+
+    fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+        config: &MmaConfig,
+        kernel: super::Expand,
+        _packed_bf16: bool,
+    ) -> CubeDim {
+        let layouts = kernel.layouts;
+        let mut kernel = kernel;
+        // The fast path: 16-byte copies of both operands, C in 2-vectors.
+        let width = CHUNK_BYTES / 2;
+        kernel.register_size::<mma_matmul::NC>(2);
+        macro_rules! go {
+            ($f:ty) => {{
+                let t = kernel.typed_with::<$f, $f, A, Vector<O, mma_matmul::NC>>();
+                let [va, vb, vc] = t.views;
+                mma_matmul::expand::<$f, A, O, mma_matmul::NC>(
+                    t.scope, 2, t.a, t.b, t.c, va, vb, vc, t.dims, t.alpha, t.beta, *config,
+                    layouts, width, width, 2,
+                )
+            }};
+        }
+        if is::<I, half::bf16>() {
+            go!(half::bf16)
+        } else {
+            go!(half::f16)
+        }
+        CubeDim::new_2d(WARP, config.wm * config.wn)
+    }
+}
+
+fn is<T: 'static, U: 'static>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 16-byte bank group (of 8) a chunk at `position` (in chunks) falls in.
+    fn group(position: u32) -> u32 {
+        position % 8
+    }
+
+    /// Wavefronts (passes through the 32 banks) one phase of 8 chunk accesses needs: the most
+    /// chunks in any one bank group (distinct chunks; the same chunk twice is a broadcast).
+    fn wavefronts(positions: &[u32]) -> usize {
+        let mut distinct: Vec<u32> = positions.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        (0..8)
+            .map(|g| distinct.iter().filter(|&&p| group(p) == g).count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn every_tile_layout_serves_ldmatrix_and_copies_in_one_wavefront_per_phase() {
+        for config in Mma::configs() {
+            for (a_by_cols, b_by_cols) in [(false, false), (true, false), (false, true), (true, true)]
+            {
+                let layouts = Layouts {
+                    a_by_cols,
+                    b_by_cols,
+                };
+                let (ta, tb) = config.tiles(2, layouts);
+                for staged in [ta, tb] {
+                    let s = staged.swizzle;
+                    // ldmatrix: each phase is 8 consecutive stored rows (from a multiple of 8)
+                    // at one chunk position.
+                    for row0 in (0..staged.rows).step_by(8) {
+                        for chunk in 0..s.chunks {
+                            let phase: Vec<u32> =
+                                (0..8).map(|r| s.position(row0 + r, chunk)).collect();
+                            assert_eq!(
+                                wavefronts(&phase),
+                                1,
+                                "{config:?} {staged:?}: ldmatrix rows {row0}.., chunk {chunk}"
+                            );
+                        }
+                    }
+                    // Copies: lanes 8p..8p+7 of a warp write pieces 8p..8p+7 of the warp's 32
+                    // (consecutive pieces are consecutive chunks of a row, then the next row).
+                    let chunks = staged.rows * s.chunks;
+                    for first in (0..chunks).step_by(8) {
+                        let phase: Vec<u32> = (first..first + 8)
+                            .map(|piece| s.position(piece / s.chunks, piece % s.chunks))
+                            .collect();
+                        assert_eq!(wavefronts(&phase), 1, "{config:?} {staged:?}: copies {first}..");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_unswizzled_64_byte_row_would_conflict_which_is_why_there_is_a_swizzle() {
+        // Rows of 4 chunks (BK = 32 halves) without the XOR: rows r and r + 2 share groups.
+        let plain = |row: u32, chunk: u32| row * 4 + chunk;
+        let phase: Vec<u32> = (0..8).map(|r| plain(r, 0)).collect();
+        assert_eq!(wavefronts(&phase), 4);
+        let s = Swizzle::new(4);
+        assert_eq!((s.shift, s.mask), (1, 3));
+        let phase: Vec<u32> = (0..8).map(|r| s.position(r, 0)).collect();
+        assert_eq!(wavefronts(&phase), 1);
+    }
+
+    #[test]
+    fn the_swizzle_is_a_permutation_within_each_row() {
+        for chunks in [1, 2, 4, 8, 16, 32] {
+            let s = Swizzle::new(chunks);
+            for row in 0..64 {
+                let mut seen: Vec<u32> = (0..chunks).map(|c| s.position(row, c)).collect();
+                seen.sort_unstable();
+                let expected: Vec<u32> = (row * chunks..(row + 1) * chunks).collect();
+                assert_eq!(seen, expected, "{chunks} chunks, row {row}");
+            }
+        }
+    }
+
+    #[test]
+    fn copy_widths_follow_alignment_and_layout() {
+        let dense = MatrixDesc::row_major(64, 40);
+        assert_eq!(copy_width(&dense, 2), 8);
+        assert_eq!(copy_width(&MatrixDesc::row_major(64, 41), 2), 1);
+        assert_eq!(copy_width(&MatrixDesc::col_major(48, 40), 2), 8);
+        let offset = MatrixDesc {
+            offset: 4,
+            ..dense
+        };
+        assert_eq!(copy_width(&offset, 2), 1);
+        let strided = MatrixDesc {
+            col_stride: 2,
+            row_stride: 80,
+            ..dense
+        };
+        assert_eq!(copy_width(&strided, 2), 1);
+        assert_eq!(store_width(&dense), 2);
+        assert_eq!(store_width(&MatrixDesc::row_major(64, 41)), 1);
+        assert_eq!(store_width(&MatrixDesc::col_major(64, 40)), 1);
+    }
+
+    #[test]
+    fn the_registered_configurations_include_the_large_tiles() {
+        let configs = Mma::configs();
+        for (bm, bn) in [(128, 128), (128, 256)] {
+            assert!(
+                configs.iter().any(|c| c.bm == bm
+                    && c.bn == bn
+                    && c.bk == 32
+                    && c.warp_m() == 64
+                    && c.warp_n() == 64
+                    && c.stages >= 3),
+                "{bm}×{bn}"
+            );
+        }
+        assert_eq!(configs.len(), 4);
+    }
+}
