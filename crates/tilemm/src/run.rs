@@ -54,7 +54,7 @@ pub enum Inputs {
 
 impl Inputs {
     /// Whether these are tilemm's random inputs, for which a correct kernel's error has a
-    /// statistical expectation (the report's √K rule); for other data no such rule holds.
+    /// statistical expectation (the verifier's precision limit); for other data none holds.
     pub fn random(&self) -> bool {
         matches!(self, Inputs::Random { .. })
     }
