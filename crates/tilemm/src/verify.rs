@@ -47,11 +47,11 @@ const DEFAULT_BUDGET: u64 = 4 << 30;
 
 /// Standard deviations of rounding error an entry of a random-input product may reach before
 /// its precision is doubted: Gaussian tails put 10σ at 10⁻²³ per entry.
-const PRECISION_SIGMAS: f64 = 10.0;
+pub const PRECISION_SIGMAS: f64 = 10.0;
 
 /// rms / mean of |a·b| for independent a, b uniform in [-1, 1): (1/3) / (1/4) = 4/3; 1.5 leaves
 /// room for the rounding of the data to f16 or bf16.
-const RANDOM_RMS_OVER_MEAN: f64 = 1.5;
+pub const RANDOM_RMS_OVER_MEAN: f64 = 1.5;
 
 /// What the verifier may assume of the inputs' values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -51,7 +51,7 @@ const WARP: u32 = 32;
 /// With `shift` and `mask` from [`Swizzle::new`], any 8 consecutive rows (aligned to 8) at
 /// one chunk position, and any 8 consecutive chunks of a 128-byte line, land in the 8
 /// distinct 16-byte bank groups of the 32 banks: what an `ldmatrix` phase reads and a phase
-/// of 8 lanes' 16-byte copies writes (tested in [`tests`] from this function alone).
+/// of 8 lanes' 16-byte copies writes (tested in this module's tests from this function alone).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Swizzle {
     /// Chunks per row.
@@ -138,7 +138,13 @@ pub struct MmaConfig {
     pub wn: u32,
     /// Tiles of K in shared memory at once (copies in flight: `stages` − 1).
     pub stages: u32,
+    /// Carry out `ldmatrix`, `mma.sync` and `cp.async` as the PTX ISA defines them, with
+    /// ordinary shared-memory loads and stores and cube barriers, around the same staging,
+    /// swizzle, fragment addresses and epilogue: so that any device (lavapipe in CI) checks
+    /// every index the CUDA kernel computes. Slow, and never registered: tests build it.
+    pub emulate: bool,
 }
+
 
 impl MmaConfig {
     const KEYS: [&'static str; 6] = ["bm", "bn", "bk", "wm", "wn", "stages"];
@@ -166,15 +172,32 @@ impl MmaConfig {
         )
     }
 
-    /// Shared memory of the pipeline, in bytes (the barriers add a few bytes more).
+    /// Shared memory of the pipeline, in bytes, and of the emulation's scratch (the
+    /// barriers and alignment add 128 bytes more).
     pub fn shared_bytes(&self, bytes: u32) -> usize {
-        (self.stages * (self.bm * self.bk + self.bk * self.bn) * bytes) as usize
+        (self.stages * (self.bm * self.bk + self.bk * self.bn) * bytes + self.scratch() * bytes)
+            as usize
     }
 
-    /// Whether the tiles divide into warps, fragments, chunks and units evenly, and a unit's
-    /// copies into each tile, in every layout, lie a multiple of 8 rows apart (the swizzle's
-    /// period, so that they are one offset plus constants: [`CopyPlan`]).
-    fn valid(&self) -> bool {
+    /// Elements of scratch the emulation needs after B's stages.
+    fn scratch(&self) -> u32 {
+        if self.emulate {
+            self.scratch_per_warp() * self.wm * self.wn
+        } else {
+            0
+        }
+    }
+
+    /// Elements of one warp's scratch in the emulation: its tile's fragments at every step of
+    /// a K tile, A's 16×16 and B's 16×8 each.
+    fn scratch_per_warp(&self) -> u32 {
+        let (im, in_, ik) = INSTRUCTION;
+        ((self.warp_m() / im) * im * ik + (self.warp_n() / in_) * ik * in_) * (self.bk / ik)
+    }
+
+    /// Whether the tiles divide into warps, fragments, chunks and units evenly, in every
+    /// layout.
+    pub fn valid(&self) -> bool {
         let (im, in_, ik) = INSTRUCTION;
         let units = self.units();
         let tiles_fit = [false, true].iter().all(|&by_cols| {
@@ -185,9 +208,7 @@ impl MmaConfig {
             let (ta, tb) = self.tiles(2, layouts);
             [ta, tb].iter().all(|t| {
                 let chunks = t.swizzle.chunks;
-                units.is_multiple_of(chunks)
-                    && (units / chunks).is_multiple_of(8)
-                    && (t.rows * chunks).is_multiple_of(units)
+                units.is_multiple_of(chunks) && (t.rows * chunks).is_multiple_of(units)
             })
         });
         self.bm.is_multiple_of(self.wm)
@@ -197,6 +218,47 @@ impl MmaConfig {
             && self.bk.is_multiple_of(ik)
             && self.stages >= 2
             && tiles_fit
+    }
+}
+
+/// Moves `width` elements from `src[index..]` into `tile[offset..]`: one asynchronous 16-byte
+/// copy (`cp.async`), of which only `valid` elements are read and the rest zero-filled where
+/// `bounded`; emulated, synchronous loads and stores of the same elements.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn transfer<F: Float>(
+    src: &Array<F>,
+    index: usize,
+    valid: u32,
+    tile: &mut SharedMemory<F>,
+    offset: u32,
+    #[comptime] width: u32,
+    #[comptime] bounded: bool,
+    #[comptime] emulate: bool,
+) {
+    if comptime!(emulate || width == 1) {
+        // Selects, not branches, and emulated a loop: lavapipe's compiler takes time
+        // superlinear in the code of a kernel with barriers. Out of range, element 0 is read
+        // and dropped.
+        #[unroll(!emulate)]
+        for e in 0..width {
+            let inside = !comptime!(bounded) || e < valid;
+            let from = select(inside, index + e as usize, 0usize);
+            tile[(offset + e) as usize] = select(inside, src[from], F::new(0.0));
+        }
+    } else if comptime!(bounded) {
+        // Out of range (valid = 0), the copy reads nothing.
+        copy_async_checked(
+            &src.slice(index, index + valid as usize),
+            &mut tile.slice_mut(offset as usize, (offset + width) as usize),
+            width,
+        );
+    } else {
+        copy_async(
+            &src.slice(index, index + width as usize),
+            &mut tile.slice_mut(offset as usize, (offset + width) as usize),
+            width,
+        );
     }
 }
 
@@ -222,12 +284,13 @@ fn stage_operand<F: Float>(
     #[comptime] staged: StagedTile,
     #[comptime] units: u32,
     #[comptime] width: u32,
+    #[comptime] emulate: bool,
 ) {
     let per_chunk = comptime!(staged.per_chunk);
     let pieces_per_chunk = comptime!(per_chunk / width);
     let pieces_per_row = comptime!(staged.swizzle.chunks * pieces_per_chunk);
     let pieces = comptime!(staged.rows * pieces_per_row);
-    #[unroll]
+    #[unroll(!emulate)]
     for q in 0..comptime!(pieces / units) {
         let piece = q * units + UNIT_POS;
         let row = piece / pieces_per_row;
@@ -246,11 +309,7 @@ fn stage_operand<F: Float>(
             + (rest % pieces_per_chunk) * width;
         if comptime!(width > 1) && inside {
             let index = at(view, batch, i, j);
-            copy_async(
-                &src.slice(index, index + width as usize),
-                &mut tile.slice_mut(offset as usize, (offset + width) as usize),
-                width,
-            );
+            transfer::<F>(src, index, width, tile, offset, width, false, emulate);
         } else {
             let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
                 (j < cols_end, i, rows_end)
@@ -258,62 +317,28 @@ fn stage_operand<F: Float>(
                 (i < rows_end, j, cols_end)
             };
             let mut valid = 0u32;
+            // Out of range, no element is read (and the index is a harmless 0).
+            let mut index = 0usize;
             if fixed_ok && along_pos < along_end {
                 valid = (along_end - along_pos).min(width);
-            }
-            stage_piece::<F>(src, view, tile, batch, i, j, offset, valid, width);
-        }
-    }
-}
-
-/// One piece of [`stage_operand`] at an edge: its `valid` elements from (`i`, `j`) on, zeros
-/// after them.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn stage_piece<F: Float>(
-    src: &Array<F>,
-    view: &View,
-    tile: &mut SharedMemory<F>,
-    batch: u32,
-    i: u32,
-    j: u32,
-    offset: u32,
-    valid: u32,
-    #[comptime] width: u32,
-) {
-    {
-        if comptime!(width == 1) {
-            let mut value = F::new(0.0);
-            if valid > 0 {
-                value = src[at(view, batch, i, j)];
-            }
-            tile[offset as usize] = value;
-        } else {
-            // Out of range, the copy reads nothing (and is given a harmless address).
-            let mut index = 0usize;
-            if valid > 0 {
                 index = at(view, batch, i, j);
             }
-            copy_async_checked(
-                &src.slice(index, index + valid as usize),
-                &mut tile.slice_mut(offset as usize, (offset + width) as usize),
-                width,
-            );
+            transfer::<F>(src, index, valid, tile, offset, width, true, emulate);
         }
     }
 }
 
 /// A unit's share of one operand's copies on the fast path (whole tiles, 16-byte copies): the
 /// buffer index of its first piece in K tile 0, the index steps between its pieces and between
-/// K tiles, and the stage offset of its first piece. Its other pieces follow `units` chunks
-/// apart in the stage: their rows are a multiple of 8 apart ([`MmaConfig::valid`]), over
-/// which the swizzle repeats.
+/// K tiles, and the stored row and chunk of its first piece (the others follow `units /
+/// chunks` rows further each).
 #[derive(CubeType, Clone, Copy)]
 struct CopyPlan {
     first: usize,
     step_piece: usize,
     step_tile: usize,
-    shared: u32,
+    row: u32,
+    chunk: u32,
 }
 
 /// [`CopyPlan`] for an operand whose tile 0 has its corner at (`row0`, `col0`); K runs along
@@ -354,13 +379,17 @@ fn copy_plan(
         first: at(view, batch, i, j),
         step_piece: (comptime!(units / chunks) * stored_rows_stride) as usize,
         step_tile: (comptime!(bk) * k_stride) as usize,
-        shared: swizzled(row, chunk, staged.swizzle) * per_chunk,
+        row,
+        chunk,
     }
 }
 
 /// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
-/// `cp.async` per piece, no bounds (the fast path's tiles are whole).
+/// `cp.async` per piece, no bounds (the fast path's tiles are whole). Where a unit's pieces
+/// lie a multiple of 8 rows apart (the swizzle's period: every registered configuration), the
+/// stage offsets are the first one's plus constants.
 #[cube]
+#[allow(clippy::too_many_arguments)]
 fn copy_tile<F: Float>(
     src: &Array<F>,
     plan: &CopyPlan,
@@ -369,19 +398,24 @@ fn copy_tile<F: Float>(
     #[comptime] stage_base: u32,
     #[comptime] staged: StagedTile,
     #[comptime] units: u32,
+    #[comptime] emulate: bool,
 ) {
     let per_chunk = comptime!(staged.per_chunk);
-    let pieces = comptime!(staged.rows * staged.swizzle.chunks);
+    let chunks = comptime!(staged.swizzle.chunks);
+    let pieces = comptime!(staged.rows * chunks);
+    let rows_apart = comptime!(units / chunks);
     let base = plan.first + t as usize * plan.step_tile;
-    #[unroll]
+    let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
+    #[unroll(!emulate)]
     for q in 0..comptime!(pieces / units) {
         let index = base + q as usize * plan.step_piece;
-        let offset = plan.shared + comptime!(stage_base + q * units * per_chunk);
-        copy_async(
-            &src.slice(index, index + per_chunk as usize),
-            &mut tile.slice_mut(offset as usize, (offset + per_chunk) as usize),
-            per_chunk,
-        );
+        let offset = if comptime!(rows_apart % 8 == 0) {
+            first + stage_base + q * comptime!(units * per_chunk)
+        } else {
+            swizzled(plan.row + q * rows_apart, plan.chunk, staged.swizzle) * per_chunk
+                + stage_base
+        };
+        transfer::<F>(src, index, per_chunk, tile, offset, per_chunk, false, emulate);
     }
 }
 
@@ -462,6 +496,169 @@ fn load_x4<F: Float, A: Float>(
         4usize,
         transpose,
     )
+}
+
+/// One `ldmatrix.x4` of the emulation, as the PTX ISA defines it, with shared-memory loads,
+/// each register element stored into the warp's `scratch` where `mma.m16n8k16` takes it from.
+///
+/// Register r of lane l holds, of the 8×8 matrix whose row x lane 8r + x addresses, row l / 4
+/// at columns 2(l % 4) and 2(l % 4) + 1 (transposed: rows 2(l % 4) and 2(l % 4) + 1 at column
+/// l / 4), each source lane's address being what [`fragment_bases`] gives that lane for outer
+/// fragment `o` at step `kk`. In `mma` (g = l / 4, t = l % 4), A's register r holds row
+/// g + 8·(r % 2), columns 2t + 8·(r / 2) + {0, 1}; B's register r of fragment f rows (of K)
+/// 2t + 8r + {0, 1} of column g; the x4 of B holds fragment 2o in registers 0, 1 and 2o + 1
+/// in 2, 3. A's fragment `o` goes to `scratch[base + 256·o ..]` (16×16, row-major), B's
+/// fragment f to `scratch[base + 128·f ..]` (16×8, by K). The scratch follows B's stages in
+/// `shared_b`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn emulated_ldmatrix<F: Float>(
+    shared_a: &SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    base: u32,
+    lane: u32,
+    origin: u32,
+    stage_base: u32,
+    #[comptime] o: u32,
+    #[comptime] kk: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] is_a: bool,
+    #[comptime] outer: u32,
+    #[comptime] steps: u32,
+    #[comptime] transpose: bool,
+) {
+    let (g, t) = (lane / 4, lane % 4);
+    // Register r's element e (a loop, not unrolled: see `transfer`).
+    for idx in 0..8u32 {
+        let (r, e) = (idx / 2, idx % 2);
+        let (source, column) = if comptime!(transpose) {
+            (r * 8 + 2 * t + e, g)
+        } else {
+            (r * 8 + g, 2 * t + e)
+        };
+        let bases = fragment_bases(source, origin, staged, is_a, outer, steps);
+        let row = stage_base + fragment_offset(&bases, o, kk, staged, is_a);
+        let at = if comptime!(is_a) {
+            base + o * 256 + (g + 8 * (r % 2)) * 16 + 2 * t + 8 * (r / 2) + e
+        } else {
+            base + (2 * o + r / 2) * 128 + (2 * t + 8 * (r % 2) + e) * 8 + g
+        };
+        let value = if comptime!(is_a) {
+            shared_a[(row + column) as usize]
+        } else {
+            shared_b[(row + column) as usize]
+        };
+        shared_b[at as usize] = value;
+    }
+}
+
+/// The emulation's `mma.m16n8k16` of a whole warp tile at one step of K, from the fragments
+/// [`emulated_ldmatrix`] placed (A's MI from `a_base`, B's NI from `b_base`): C's vector h
+/// of fragment (i, j) is row g + 8h, columns 2t + {0, 1}, added to `acc[((i·NI + j)·2 + h)·2
+/// + e]`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn emulated_mma<F: Float, A: Float>(
+    scratch: &SharedMemory<F>,
+    a_base: u32,
+    b_base: u32,
+    lane: u32,
+    acc: &mut Array<A>,
+    #[comptime] mi: u32,
+    #[comptime] ni: u32,
+) {
+    let (g, t) = (lane / 4, lane % 4);
+    for i in 0..mi {
+        for j in 0..ni {
+            for h in 0..2u32 {
+                for e in 0..2u32 {
+                    let (row, col) = (g + 8 * h, 2 * t + e);
+                    let mut sum = A::new(0.0);
+                    for k in 0..16u32 {
+                        sum += A::cast_from(scratch[(a_base + i * 256 + row * 16 + k) as usize])
+                            * A::cast_from(scratch[(b_base + j * 128 + k * 8 + col) as usize]);
+                    }
+                    let at = (((i * ni + j) * 2 + h) * 2 + e) as usize;
+                    acc[at] += sum;
+                }
+            }
+        }
+    }
+}
+
+/// The emulation's [`warp_tile`]: every fragment through [`emulated_ldmatrix`] into the
+/// warp's scratch (after B's stages in `shared_b`), then [`emulated_mma`] into `acc`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn emulated_warp_tile<F: Float, A: Float>(
+    shared_a: &SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    acc: &mut Array<A>,
+    warp_row: u32,
+    warp_col: u32,
+    #[comptime] stage: u32,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+) {
+    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let (fm, fn_, fk) = comptime!(INSTRUCTION);
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
+    let steps = comptime!(config.bk / fk);
+    let (base_a, base_b) = comptime!((stage * tile_a.elements(), stage * tile_b.elements()));
+    let lane = UNIT_POS_X;
+    let scratch = comptime!(config.stages * tile_b.elements())
+        + UNIT_POS_Y * comptime!(config.scratch_per_warp());
+    // Every step's fragments first, then every step's products: one barrier more per K tile
+    // (lavapipe turns each into a coroutine's suspension, which costs its compiler dearly).
+    // The K loop's barrier before the next tile's fragments keeps them from this tile's
+    // products.
+    #[unroll]
+    for kk in 0..steps {
+        let a_scratch = scratch + comptime!(kk * (mi * 256 + ni * 128));
+        let b_scratch = a_scratch + comptime!(mi * 256);
+        #[unroll]
+        for i in 0..mi {
+            emulated_ldmatrix::<F>(
+                shared_a,
+                shared_b,
+                a_scratch,
+                lane,
+                warp_row,
+                base_a,
+                i,
+                kk,
+                tile_a,
+                true,
+                mi,
+                steps,
+                comptime!(tile_a.by_cols),
+            );
+        }
+        #[unroll]
+        for p in 0..comptime!(ni / 2) {
+            emulated_ldmatrix::<F>(
+                shared_a,
+                shared_b,
+                b_scratch,
+                lane,
+                warp_col,
+                base_b,
+                p,
+                kk,
+                tile_b,
+                false,
+                comptime!(ni / 2),
+                steps,
+                comptime!(!tile_b.by_cols),
+            );
+        }
+    }
+    sync_cube();
+    for kk in 0..steps {
+        let a_scratch = scratch + kk * comptime!(mi * 256 + ni * 128);
+        let b_scratch = a_scratch + comptime!(mi * 256);
+        emulated_mma::<F, A>(shared_b, a_scratch, b_scratch, lane, acc, mi, ni);
+    }
 }
 
 /// The warp's MMAs on one stage: per step of 16 along K, MI fragments of A and NI of B (two
@@ -547,6 +744,7 @@ fn k_loop<F: Float, A: Float>(
     shared_b: &mut SharedMemory<F>,
     full: &Sequence<Shared<Barrier>>,
     acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
+    emulated_acc: &mut Array<A>,
     batch: u32,
     row0: u32,
     col0: u32,
@@ -560,6 +758,7 @@ fn k_loop<F: Float, A: Float>(
 ) {
     let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
     let units = comptime!(config.units());
+    let emulate = comptime!(config.emulate);
     let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
     let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
     let (fm, fn_, fk) = comptime!(INSTRUCTION);
@@ -582,23 +781,29 @@ fn k_loop<F: Float, A: Float>(
     for s in 0..comptime!(stages - 1) {
         if s < tiles {
             if comptime!(fast) {
-                copy_tile::<F>(a, &plan_a, shared_a, s, comptime!(s * stage_a), tile_a, units);
-                copy_tile::<F>(b, &plan_b, shared_b, s, comptime!(s * stage_b), tile_b, units);
+                copy_tile::<F>(
+                    a, &plan_a, shared_a, s, comptime!(s * stage_a), tile_a, units, emulate,
+                );
+                copy_tile::<F>(
+                    b, &plan_b, shared_b, s, comptime!(s * stage_b), tile_b, units, emulate,
+                );
             } else {
                 let k0 = dims.k_begin + s * bk;
                 let k_inside = k0 + bk <= dims.k_end;
                 stage_operand::<F>(
                     a, va, shared_a, s * stage_a, batch, row0, k0, dims.m, dims.k_end,
-                    rows_inside && k_inside, tile_a, units, width_a,
+                    rows_inside && k_inside, tile_a, units, width_a, emulate,
                 );
                 stage_operand::<F>(
                     b, vb, shared_b, s * stage_b, batch, k0, col0, dims.k_end, dims.n,
-                    cols_inside && k_inside, tile_b, units, width_b,
+                    cols_inside && k_inside, tile_b, units, width_b, emulate,
                 );
             }
-            let bar = full.index(comptime!(s as usize));
-            bar.commit_copy_async();
-            bar.arrive();
+            if !comptime!(emulate) {
+                let bar = full.index(comptime!(s as usize));
+                bar.commit_copy_async();
+                bar.arrive();
+            }
         }
     }
 
@@ -612,7 +817,11 @@ fn k_loop<F: Float, A: Float>(
         for s in 0..stages {
             let t = group * stages + s;
             if t < tiles {
-                full.index(comptime!(s as usize)).wait_parity(parity);
+                // (Emulated, the copies are synchronous: the cube barrier below makes them
+                // visible.)
+                if !comptime!(emulate) {
+                    full.index(comptime!(s as usize)).wait_parity(parity);
+                }
                 // Everyone is done with tile t − 1, whose stage is refilled next.
                 sync_cube();
                 let next = t + stages - 1;
@@ -621,31 +830,46 @@ fn k_loop<F: Float, A: Float>(
                     if comptime!(fast) {
                         copy_tile::<F>(
                             a, &plan_a, shared_a, next, comptime!(refill * stage_a), tile_a,
-                            units,
+                            units, emulate,
                         );
                         copy_tile::<F>(
                             b, &plan_b, shared_b, next, comptime!(refill * stage_b), tile_b,
-                            units,
+                            units, emulate,
                         );
                     } else {
                         let k0 = dims.k_begin + next * bk;
                         let k_inside = k0 + bk <= dims.k_end;
                         stage_operand::<F>(
                             a, va, shared_a, refill * stage_a, batch, row0, k0, dims.m,
-                            dims.k_end, rows_inside && k_inside, tile_a, units, width_a,
+                            dims.k_end, rows_inside && k_inside, tile_a, units, width_a, emulate,
                         );
                         stage_operand::<F>(
                             b, vb, shared_b, refill * stage_b, batch, k0, col0, dims.k_end,
-                            dims.n, cols_inside && k_inside, tile_b, units, width_b,
+                            dims.n, cols_inside && k_inside, tile_b, units, width_b, emulate,
                         );
                     }
-                    let bar = full.index(comptime!(refill as usize));
-                    bar.commit_copy_async();
-                    bar.arrive();
+                    if !comptime!(emulate) {
+                        let bar = full.index(comptime!(refill as usize));
+                        bar.commit_copy_async();
+                        bar.arrive();
+                    }
                 }
-                warp_tile::<F, A>(
-                    def, shared_a, shared_b, &bases_a, &bases_b, acc, s, config, layouts,
-                );
+                if comptime!(emulate) {
+                    emulated_warp_tile::<F, A>(
+                        shared_a,
+                        shared_b,
+                        emulated_acc,
+                        warp_row,
+                        warp_col,
+                        s,
+                        config,
+                        layouts,
+                    );
+                } else {
+                    warp_tile::<F, A>(
+                        def, shared_a, shared_b, &bases_a, &bases_b, acc, s, config, layouts,
+                    );
+                }
             }
         }
     }
@@ -683,13 +907,18 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
 
     let mut shared_a =
         SharedMemory::<F>::new_aligned(comptime!((stages * stage_a) as usize), 128usize);
-    let mut shared_b =
-        SharedMemory::<F>::new_aligned(comptime!((stages * stage_b) as usize), 128usize);
+    // Emulated, each warp's scratch follows B's stages.
+    let mut shared_b = SharedMemory::<F>::new_aligned(
+        comptime!((stages * stage_b + config.scratch()) as usize),
+        128usize,
+    );
     // One barrier per stage: every unit arrives once its copies into the stage have landed.
     let mut full = Sequence::<Shared<Barrier>>::new();
-    #[unroll]
-    for _ in 0..stages {
-        full.push(Barrier::shared(CUBE_DIM, UNIT_POS == 0));
+    if !comptime!(config.emulate) {
+        #[unroll]
+        for _ in 0..stages {
+            full.push(Barrier::shared(CUBE_DIM, UNIT_POS == 0));
+        }
     }
 
     let row0 = CUBE_POS_Y * bm;
@@ -701,13 +930,25 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
 
     // The warp tile's accumulators: fragment (i, j) holds rows g and g + 8 (g = lane / 4) and
     // columns 2·(lane % 4) + {0, 1} of the 16×8 tile at (16·i, 8·j), as two 2-vectors.
+    // (Emulated, they are made from the emulation's after the K loop: values live across
+    // barriers cost lavapipe's compiler dearly.)
     let mut acc = Sequence::<Array<Vector<A, Const<2>>>>::new();
-    #[unroll]
-    for _ in 0..mi * ni {
-        let mut frag = Array::<Vector<A, Const<2>>>::new(2usize);
-        frag[0] = Vector::cast_from(A::new(0.0));
-        frag[1] = Vector::cast_from(A::new(0.0));
-        acc.push(frag);
+    if !comptime!(config.emulate) {
+        #[unroll]
+        for _ in 0..mi * ni {
+            let mut frag = Array::<Vector<A, Const<2>>>::new(2usize);
+            frag[0] = Vector::cast_from(A::new(0.0));
+            frag[1] = Vector::cast_from(A::new(0.0));
+            acc.push(frag);
+        }
+    }
+
+    // The emulation accumulates in a plain array, fragment (i, j)'s vector h element e at
+    // ((i·NI + j)·2 + h)·2 + e, and hands it to the fragments for the epilogue.
+    let emulated = comptime!(if config.emulate { mi * ni * 4 } else { 1 });
+    let mut emulated_acc = Array::<A>::new(comptime!(emulated as usize));
+    for e in 0..emulated {
+        emulated_acc[e as usize] = A::new(0.0);
     }
 
     // The fast path: a block inside C whose K tiles are all whole, both operands aligned.
@@ -716,14 +957,30 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
         && (dims.k_end - dims.k_begin) % bk == 0;
     if comptime!(width_a > 1 && width_b > 1) && whole {
         k_loop::<F, A>(
-            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc, batch, row0,
-            col0, warp_row, warp_col, config, layouts, width_a, width_b, true,
+            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
+            &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts, width_a,
+            width_b, true,
         );
     } else {
         k_loop::<F, A>(
-            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc, batch, row0,
-            col0, warp_row, warp_col, config, layouts, width_a, width_b, false,
+            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
+            &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts, width_a,
+            width_b, false,
         );
+    }
+    if comptime!(config.emulate) {
+        #[unroll]
+        for ij in 0..mi * ni {
+            let mut frag = Array::<Vector<A, Const<2>>>::new(2usize);
+            #[unroll]
+            for h in 0..2u32 {
+                let mut pair = Vector::<A, Const<2>>::empty();
+                pair[0] = emulated_acc[((ij * 2 + h) * 2) as usize];
+                pair[1] = emulated_acc[((ij * 2 + h) * 2 + 1) as usize];
+                frag[h as usize] = pair;
+            }
+            acc.push(frag);
+        }
     }
 
     // The epilogue, from the fragments: lane (g, q) = (lane / 4, lane % 4) holds columns
@@ -872,6 +1129,7 @@ impl Rung for Mma {
             wm,
             wn,
             stages,
+            emulate: false,
         };
         // 64×64 warp tiles, CUTLASS's large configurations: 4 HMMA per ldmatrix (a 64×32 warp
         // tile gets 2.7, short of what the compile check asks of every configuration).
@@ -894,6 +1152,7 @@ impl Rung for Mma {
             wm: 2,
             wn: 2,
             stages: 3,
+            emulate: false,
         }
     }
 
@@ -906,14 +1165,21 @@ impl Rung for Mma {
             wm: v[3],
             wn: v[4],
             stages: v[5],
+            emulate: false,
         };
         super::one_of(config, Self::configs(), Self::show)
     }
 
     fn show(c: &MmaConfig) -> String {
         format!(
-            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}",
-            c.bm, c.bn, c.bk, c.wm, c.wn, c.stages
+            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}{}",
+            c.bm,
+            c.bn,
+            c.bk,
+            c.wm,
+            c.wn,
+            c.stages,
+            if c.emulate { " (emulated)" } else { "" }
         )
     }
 
@@ -921,16 +1187,29 @@ impl Rung for Mma {
         matches!(precision.input, DType::F16 | DType::BF16) && precision.accumulate == DType::F32
     }
 
-    fn plane_width(_config: &MmaConfig) -> Option<u32> {
-        Some(WARP)
+    fn plane_width(config: &MmaConfig) -> Option<u32> {
+        // Emulated, a warp is 32 units of the cube, whatever the device's planes.
+        (!config.emulate).then_some(WARP)
     }
 
     fn supports(
-        _config: &MmaConfig,
+        config: &MmaConfig,
         problem: &Problem,
         device: &DeviceInfo,
     ) -> Result<(), Unavailable> {
         let input = problem.precision.input;
+        if config.emulate {
+            // The kernel's type must be the device's own (not bf16 packed into words).
+            let native = match input {
+                DType::F16 => device.types.f16,
+                _ => device.types.bf16,
+            };
+            return if native {
+                Ok(())
+            } else {
+                Err(Unavailable::Precision(problem.precision))
+            };
+        }
         let (m, n, k) = INSTRUCTION;
         let wanted = MatrixUnit {
             a: input,
@@ -951,11 +1230,12 @@ impl Rung for Mma {
 
     fn shape(c: &MmaConfig, problem: &Problem) -> LaunchShape {
         let bytes = problem.precision.input.size_bytes() as u32;
+        // The barriers and the arrays' 128-byte alignment take 128 bytes more.
         super::block_tiled_shape(
             problem,
             [c.bn, c.bm],
             [WARP, c.wm * c.wn],
-            c.shared_bytes(bytes),
+            c.shared_bytes(bytes) + 128,
             c.bk,
         )
     }
