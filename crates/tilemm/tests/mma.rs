@@ -1,8 +1,9 @@
 //! The mma rung (NVIDIA `mma.sync` from `ldmatrix` fragments on a `cp.async` pipeline) on the
 //! test device.
 //!
-//! Its CUDA configurations need an NVIDIA GPU from sm_80 on: elsewhere (lavapipe) they must be
-//! refused with the typed error before launch. Their index arithmetic runs everywhere through
+//! Its CUDA configurations need an NVIDIA GPU from sm_80 on: there (`TILEMM_TEST_BACKEND=cuda`,
+//! `scripts/gpu-check`) each must pass the contract; elsewhere (lavapipe) each must be refused
+//! with the typed error before launch. Their index arithmetic runs everywhere through
 //! the rung's emulation, which keeps the kernel's staging (the fast path's copy plans and the
 //! bounded path's pieces), the swizzled layout, every lane's `ldmatrix` address, the
 //! pipeline's stage order and the epilogue, and carries out `ldmatrix`, `mma.sync` and
@@ -19,8 +20,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::ladder::mma::MmaConfig;
 use tilemm::verify::Reference;
+use tilemm::Unavailable;
 use tilemm::{inputs, Config, DType, Error, HostData, Kernel, Plan, Precision, Problem, Shape};
-use tilemm::{Backend, Unavailable};
 
 /// An emulated configuration (every one with the registered configurations' 64×64 warp
 /// tiles, and small enough for lavapipe's 32 KiB of shared memory with the emulation's
@@ -132,11 +133,7 @@ fn check(plan: &Plan, name: &str, p: &Problem, rng: &mut StdRng) {
 }
 
 #[test]
-fn cuda_configurations_are_refused_where_there_is_no_mma_sync() {
-    if common::backend() == Backend::Cuda {
-        println!("branch taken: CUDA device, nothing to refuse");
-        return;
-    }
+fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_elsewhere() {
     let info = gpu().info();
     let probe = Shape {
         precision: f16_in(DType::F32),
@@ -144,13 +141,36 @@ fn cuda_configurations_are_refused_where_there_is_no_mma_sync() {
     }
     .problem()
     .unwrap();
+    if info.copy_async && !info.register_mma.is_empty() {
+        // An NVIDIA GPU from sm_80 on (TILEMM_TEST_BACKEND=cuda, scripts/gpu-check): the real
+        // kernel, every registered configuration, over the contract and in bf16.
+        println!("branch taken: mma.sync on {}: the contract", info.name);
+        let mut rng = StdRng::seed_from_u64(29);
+        let bf16 = Shape {
+            precision: Precision::new(DType::BF16, DType::BF16).unwrap(),
+            ..Shape::new(300, 520, 260)
+        }
+        .problem()
+        .unwrap();
+        for config in Kernel::Mma.configs() {
+            let plan = Plan::new(config);
+            for (name, p) in contract() {
+                check(&plan, &name, &p, &mut rng);
+            }
+            check(&plan, "bf16 300×520×260", &bf16, &mut rng);
+        }
+        return;
+    }
+    println!("branch taken: no mma.sync on {}: refusals", info.name);
     for config in Kernel::Mma.configs() {
         let err = Plan::new(config).check(&probe, info).unwrap_err();
         assert!(
             matches!(
                 err,
                 Error::KernelUnavailable {
-                    why: Unavailable::RegisterMma { .. } | Unavailable::PlaneWidth { .. },
+                    why: Unavailable::RegisterMma { .. }
+                        | Unavailable::AsyncCopy
+                        | Unavailable::PlaneWidth { .. },
                     ..
                 }
             ),
