@@ -319,6 +319,10 @@ impl<R: Runtime> Session<R> {
             (&c.handle, c.words),
         ];
         let batch = canonical.batch as u32;
+        if launches.k_splits > 1 {
+            self.enqueue_split(plan, &canonical, &launches, handles, packed);
+            return Ok(launches);
+        }
         for slab in plan.k_slabs(&canonical) {
             for chunk in 0..launches.batch_chunks {
                 let begin = chunk * gz;
@@ -342,6 +346,58 @@ impl<R: Runtime> Session<R> {
             }
         }
         Ok(launches)
+    }
+
+    /// [`Session::enqueue`] for a plan that splits K: per slab of K and chunk of the batch,
+    /// one launch of the slices into the partials, then their reduction into C (continuing
+    /// the sum the earlier slabs left there).
+    fn enqueue_split(
+        &self,
+        plan: &Plan,
+        canonical: &Problem,
+        launches: &Launches,
+        [a, b, c]: [(&Handle, usize); 3],
+        packed: bool,
+    ) {
+        let splits = launches.k_splits;
+        let [gx, gy, gz] = launches.shape.grid;
+        let per_chunk = gz / splits;
+        let batch = canonical.batch as u32;
+        let len = ladder::split::partials_len(canonical, splits, per_chunk);
+        let elem = canonical.precision.accumulate.size_bytes();
+        let partials = self.client.empty(len * elem);
+        for slab in plan.k_slabs(canonical) {
+            for chunk in 0..launches.batch_chunks {
+                let begin = chunk * per_chunk;
+                let entries = per_chunk.min(batch - begin);
+                let partial = ladder::split::partial_problem(canonical, splits, entries);
+                let mut args = Args::new(&partial);
+                args.k_range = (slab.begin, slab.end);
+                args.batch_begin = begin;
+                ladder::launch_one(
+                    &self.client,
+                    &plan.config,
+                    &partial,
+                    [a, b, (&partials, len)],
+                    CubeCount::Static(gx, gy, entries * splits),
+                    &args,
+                    packed,
+                );
+                // Later slabs continue the sum the earlier ones left in C.
+                let beta = if slab.accumulate { 1.0 } else { canonical.beta };
+                ladder::split::reduce(
+                    &self.client,
+                    canonical,
+                    &partials,
+                    c,
+                    splits,
+                    entries,
+                    begin,
+                    beta,
+                    packed,
+                );
+            }
+        }
     }
 
     /// C's buffer, back on the host (bf16 held as f32 rounded to bf16 on the way).

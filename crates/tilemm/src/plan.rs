@@ -48,8 +48,11 @@ pub struct Launches {
     pub k_slabs: u32,
     /// Elements of K one slab covers (the last may be shorter).
     pub k_per_launch: u32,
-    /// Chunks of the batch, each at most the grid's z limit.
+    /// Chunks of the batch, each at most the grid's z limit (with split-K: its share).
     pub batch_chunks: u32,
+    /// Slices of K computed side by side in each launch (split-K; 1: none): the grid's z is
+    /// slices × the chunk's batch entries, and a reduction adds the slices into C.
+    pub k_splits: u32,
 }
 
 impl Launches {
@@ -142,16 +145,19 @@ impl Plan {
                     .is_some()
             })
             .ok_or_else(|| too_large("K does not fit the kernels' 32-bit indices"))?;
-        let z = limits.max_cube_count[2].max(1);
+        let k_splits = self.config.k_splits().max(1);
+        // Batch entries per launch: the grid's z holds each entry once per slice of K.
+        let z = (limits.max_cube_count[2] / k_splits).max(1);
         let batch = u32::try_from(problem.batch)
             .map_err(|_| too_large("the batch does not fit a 32-bit count"))?;
-        shape.grid[2] = batch.min(z);
+        shape.grid[2] = batch.min(z) * k_splits;
         let k_per_launch = self.k_per_launch(problem);
         Ok(Launches {
             shape,
             k_slabs: k.div_ceil(k_per_launch),
             k_per_launch: k_per_launch.min(k),
             batch_chunks: batch.div_ceil(z),
+            k_splits,
         })
     }
 
@@ -217,11 +223,22 @@ impl Plan {
         }
         let (m, k, n) = (problem.m, problem.k, problem.n);
         let bytes = device_bytes(problem, device);
+        // Split-K's partials: one M×N matrix of the accumulator per slice and batch entry of
+        // a launch.
+        let partials = (launches.k_splits > 1).then(|| {
+            let entries = shape.grid[2] / launches.k_splits;
+            let len = crate::ladder::split::partials_len(problem, launches.k_splits, entries);
+            (
+                len,
+                len.saturating_mul(problem.precision.accumulate.size_bytes()),
+            )
+        });
         if let Some(memory) = limits.memory_bytes {
             // The operands live on the device together; a runtime that runs out of memory
             // panics inside CubeCL instead of reporting it.
             let together = bytes
                 .iter()
+                .chain(partials.as_ref().map(|(_, b)| b))
                 .try_fold(0u64, |sum, &b| sum.checked_add(b as u64));
             if together.is_none_or(|t| t > memory) {
                 return Err(refuse(
@@ -261,6 +278,24 @@ impl Plan {
                 return Err(refuse(
                     what(),
                     format!("{span} elements"),
+                    format!("{} elements (32-bit indexing)", u32::MAX),
+                ));
+            }
+        }
+        if let Some((len, bytes)) = partials {
+            let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);
+            let what = || format!("the partials of {} slices of K", launches.k_splits);
+            if bytes as u64 > limit {
+                return Err(refuse(
+                    what(),
+                    format_bytes(bytes as u64),
+                    format_bytes(limit),
+                ));
+            }
+            if len > u32::MAX as usize {
+                return Err(refuse(
+                    what(),
+                    format!("{len} elements"),
                     format!("{} elements (32-bit indexing)", u32::MAX),
                 ));
             }
@@ -502,5 +537,58 @@ mod tests {
         .unwrap();
         assert_eq!(device_bytes(&bf16, &device), [20, 20, 36]);
         assert!(plan("naive").check(&bf16, &device).is_ok());
+    }
+
+    #[test]
+    fn split_k_puts_its_slices_on_the_grid_and_its_partials_in_the_limits() {
+        let split = plan("mma:bm=128:bn=128:bk=32:wm=2:wn=2:stages=3:split=4");
+        let whole = plan("mma:bm=128:bn=128:bk=32:wm=2:wn=2:stages=3:split=1");
+        let mut device = lavapipe_like();
+        let f16 = |m, k, n, batch| {
+            Shape {
+                precision: Precision::new(DType::F16, DType::F32).unwrap(),
+                batch,
+                ..Shape::new(m, k, n)
+            }
+            .problem()
+            .unwrap()
+        };
+        let cube = f16(1024, 1024, 1024, 1);
+        let l = split.launches(&cube, &device.limits).unwrap();
+        assert_eq!(
+            (l.shape.grid, l.k_splits, l.batch_chunks),
+            ([8, 8, 4], 4, 1)
+        );
+        let l = whole.launches(&cube, &device.limits).unwrap();
+        assert_eq!((l.shape.grid, l.k_splits), ([8, 8, 1], 1));
+        // The grid's z holds each batch entry once per slice: 8 in z give 2 entries a launch.
+        device.limits.max_cube_count[2] = 8;
+        let l = split
+            .launches(&f16(256, 256, 256, 3), &device.limits)
+            .unwrap();
+        assert_eq!((l.shape.grid[2], l.batch_chunks), (8, 2));
+
+        // Where the rung runs (an sm_80-like device), the partials count against the binding.
+        device.plane_size = 32;
+        device.copy_async = true;
+        device.types.f16 = true;
+        device.register_mma = vec![crate::device::MatrixUnit {
+            a: DType::F16,
+            b: DType::F16,
+            cd: DType::F32,
+            m: 16,
+            n: 8,
+            k: 16,
+        }];
+        device.limits.max_shared_bytes = 100 << 10;
+        device.limits.max_units_per_cube = 1024;
+        device.limits.max_cube_dim = [1024, 1024, 64];
+        assert!(whole.check(&cube, &device).is_ok());
+        assert!(split.check(&cube, &device).is_ok());
+        // 4 partials of 1024² f32 are 16 MiB, C itself 4.
+        device.limits.max_binding_bytes = 8 << 20;
+        assert!(whole.check(&cube, &device).is_ok());
+        let err = split.check(&cube, &device).unwrap_err().to_string();
+        assert!(err.contains("partials of 4 slices of K"), "{err}");
     }
 }

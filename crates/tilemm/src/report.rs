@@ -215,11 +215,20 @@ impl fmt::Display for Report {
                     crate::plan::LOOP_TRIP_LIMIT
                 )?;
             }
+            if k.launch.k_splits > 1 {
+                writeln!(
+                    f,
+                    "            split-K: {} slices of K side by side (grid z = slices × batch \
+                     entries) into f32 partials, added into C with α and β by a second launch",
+                    k.launch.k_splits
+                )?;
+            }
             if k.launch.batch_chunks > 1 {
                 writeln!(
                     f,
                     "            the batch in {} launches of up to {} (the grid's z limit)",
-                    k.launch.batch_chunks, gz
+                    k.launch.batch_chunks,
+                    gz / k.launch.k_splits.max(1)
                 )?;
             }
         }

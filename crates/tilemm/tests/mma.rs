@@ -26,7 +26,7 @@ use tilemm::{inputs, Config, DType, Error, HostData, Kernel, Plan, Precision, Pr
 /// An emulated configuration (every one with the registered configurations' 64×64 warp
 /// tiles, and small enough for lavapipe's 32 KiB of shared memory with the emulation's
 /// scratch).
-fn emulated(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, stages: u32) -> Plan {
+fn emulated(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, stages: u32, split: u32) -> Plan {
     let config = MmaConfig {
         bm,
         bn,
@@ -34,6 +34,7 @@ fn emulated(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, stages: u32) -> Plan {
         wm,
         wn,
         stages,
+        split,
         emulate: true,
     };
     assert!(config.valid(), "{config:?}");
@@ -216,16 +217,19 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
     );
     let mut rng = StdRng::seed_from_u64(23);
     // One warp, two steps of 16 per K tile: the whole contract.
-    let plan = emulated(64, 64, 32, 1, 1, 2);
+    let plan = emulated(64, 64, 32, 1, 1, 2, 1);
     for (name, p) in contract() {
         check(&plan, &name, &p, &mut rng);
     }
     // Two warps along N (nonzero column origins), three stages: both paths with B stored
     // either way. Two warps along M (nonzero row origins): A stored by columns.
     let contract = contract();
+    // Split-K in 3 slices: K of 64 gives slices of one tile and an empty one (batch, α/β),
+    // K of 131 a ragged last slice; C in f16 through the reduction.
     for (plan, which) in [
-        (emulated(64, 128, 16, 1, 2, 3), [0, 3].as_slice()),
-        (emulated(128, 64, 16, 2, 1, 2), [2].as_slice()),
+        (emulated(64, 128, 16, 1, 2, 3, 1), [0, 3].as_slice()),
+        (emulated(128, 64, 16, 2, 1, 2, 1), [2].as_slice()),
+        (emulated(64, 64, 32, 1, 1, 2, 3), [0, 1, 3].as_slice()),
     ] {
         for &i in which {
             let (name, p) = &contract[i];

@@ -138,6 +138,11 @@ pub struct MmaConfig {
     pub wn: u32,
     /// Tiles of K in shared memory at once (copies in flight: `stages` − 1).
     pub stages: u32,
+    /// Slices of K computed side by side (split-K): each cube sums one slice of its block
+    /// into an f32 partial, and a second launch adds the partials, with α and β, into C. For
+    /// products whose blocks alone would leave most of the GPU idle (1024³ is 64 blocks of
+    /// 128×128 on an H100's 132 SMs).
+    pub split: u32,
     /// Carry out `ldmatrix`, `mma.sync` and `cp.async` as the PTX ISA defines them, with
     /// ordinary shared-memory loads and stores and cube barriers, around the same staging,
     /// swizzle, fragment addresses and epilogue: so that any device (lavapipe in CI) checks
@@ -145,9 +150,8 @@ pub struct MmaConfig {
     pub emulate: bool,
 }
 
-
 impl MmaConfig {
-    const KEYS: [&'static str; 6] = ["bm", "bn", "bk", "wm", "wn", "stages"];
+    const KEYS: [&'static str; 7] = ["bm", "bn", "bk", "wm", "wn", "stages", "split"];
 
     /// Rows of a warp's tile.
     pub fn warp_m(&self) -> u32 {
@@ -211,7 +215,8 @@ impl MmaConfig {
                 units.is_multiple_of(chunks) && (t.rows * chunks).is_multiple_of(units)
             })
         });
-        self.bm.is_multiple_of(self.wm)
+        self.split >= 1
+            && self.bm.is_multiple_of(self.wm)
             && self.bn.is_multiple_of(self.wn)
             && self.warp_m().is_multiple_of(im)
             && self.warp_n().is_multiple_of(2 * in_)
@@ -882,7 +887,8 @@ fn k_loop<F: Float, A: Float>(
 /// `NC` = `width_c` (2, or 1).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-#[allow(clippy::manual_is_multiple_of)] // `%` is what the kernel language has.
+// `%` and `/` are what the kernel language has.
+#[allow(clippy::manual_is_multiple_of, clippy::manual_div_ceil)]
 pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     a: &Array<F>,
     b: &Array<F>,
@@ -923,7 +929,26 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
 
     let row0 = CUBE_POS_Y * bm;
     let col0 = CUBE_POS_X * bn;
-    let batch = CUBE_POS_Z + dims.batch_begin;
+    // Split-K: the grid's z runs over slices × batch entries; slice s sums K tiles
+    // [s·chunk, (s + 1)·chunk) of the launch's K into the partial at z of C (the partials).
+    let (batch, c_batch, dims) = if comptime!(config.split > 1) {
+        let entries = CUBE_COUNT_Z / comptime!(config.split);
+        let slice = CUBE_POS_Z / entries;
+        let tiles = (dims.k_end - dims.k_begin + bk - 1) / bk;
+        let chunk = (tiles + comptime!(config.split - 1)) / comptime!(config.split) * bk;
+        let k_begin = (dims.k_begin + slice * chunk).min(dims.k_end);
+        let sliced = Dims {
+            m: dims.m,
+            n: dims.n,
+            k_begin,
+            k_end: (k_begin + chunk).min(dims.k_end),
+            batch_begin: dims.batch_begin,
+        };
+        (CUBE_POS_Z % entries + dims.batch_begin, CUBE_POS_Z, sliced)
+    } else {
+        let batch = CUBE_POS_Z + dims.batch_begin;
+        (batch, batch, dims)
+    };
     let (lane, warp) = (UNIT_POS_X, UNIT_POS_Y);
     let warp_row = (warp / comptime!(config.wn)) * comptime!(config.warp_m());
     let warp_col = (warp % comptime!(config.wn)) * comptime!(config.warp_n());
@@ -1000,7 +1025,7 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
                     c,
                     &vc,
                     &dims,
-                    batch,
+                    c_batch,
                     row,
                     col,
                     frag[h as usize],
@@ -1122,22 +1147,26 @@ impl Rung for Mma {
     }
 
     fn configs() -> Vec<MmaConfig> {
-        let config = |bm, bn, bk, wm, wn, stages| MmaConfig {
+        let config = |bm, bn, bk, wm, wn, stages, split| MmaConfig {
             bm,
             bn,
             bk,
             wm,
             wn,
             stages,
+            split,
             emulate: false,
         };
         // 64×64 warp tiles, CUTLASS's large configurations: 4 HMMA per ldmatrix (a 64×32 warp
-        // tile gets 2.7, short of what the compile check asks of every configuration).
+        // tile gets 2.7, short of what the compile check asks of every configuration). Split-K
+        // in 2 and 4 slices for products of few blocks; the tuner times them against the rest.
         [
-            config(128, 128, 32, 2, 2, 3),
-            config(128, 128, 32, 2, 2, 4),
-            config(128, 256, 32, 2, 4, 3),
-            config(256, 128, 32, 4, 2, 3),
+            config(128, 128, 32, 2, 2, 3, 1),
+            config(128, 128, 32, 2, 2, 4, 1),
+            config(128, 256, 32, 2, 4, 3, 1),
+            config(256, 128, 32, 4, 2, 3, 1),
+            config(128, 128, 32, 2, 2, 3, 2),
+            config(128, 128, 32, 2, 2, 3, 4),
         ]
         .into_iter()
         .filter(MmaConfig::valid)
@@ -1152,6 +1181,7 @@ impl Rung for Mma {
             wm: 2,
             wn: 2,
             stages: 3,
+            split: 1,
             emulate: false,
         }
     }
@@ -1165,6 +1195,7 @@ impl Rung for Mma {
             wm: v[3],
             wn: v[4],
             stages: v[5],
+            split: v[6],
             emulate: false,
         };
         super::one_of(config, Self::configs(), Self::show)
@@ -1172,15 +1203,20 @@ impl Rung for Mma {
 
     fn show(c: &MmaConfig) -> String {
         format!(
-            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}{}",
+            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}:split={}{}",
             c.bm,
             c.bn,
             c.bk,
             c.wm,
             c.wn,
             c.stages,
+            c.split,
             if c.emulate { " (emulated)" } else { "" }
         )
+    }
+
+    fn k_splits(c: &MmaConfig) -> u32 {
+        c.split
     }
 
     fn computes(_config: &MmaConfig, precision: Precision) -> bool {
@@ -1451,6 +1487,10 @@ mod tests {
                 "{bm}×{bn}"
             );
         }
-        assert_eq!(configs.len(), 4);
+        assert_eq!(configs.len(), 6);
+        // Split-K only for the 128×128 block, in 2 and 4 slices.
+        let splits: Vec<u32> = configs.iter().map(|c| c.split).filter(|&s| s > 1).collect();
+        assert_eq!(splits, [2, 4]);
+        assert!(configs.iter().all(|c| c.valid()));
     }
 }

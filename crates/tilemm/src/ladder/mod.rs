@@ -8,6 +8,8 @@
 #[allow(missing_docs)]
 pub mod args;
 #[allow(missing_docs)]
+pub mod split;
+#[allow(missing_docs)]
 pub mod stage;
 
 use std::fmt;
@@ -95,6 +97,12 @@ pub trait Rung {
     /// where the rung is built to feed matrix units at full rate.
     fn matrix_loop_criteria(_config: &Self::Config) -> Option<MatrixLoopCriteria> {
         None
+    }
+    /// Slices of K the configuration computes side by side (split-K): above 1, each launch's
+    /// grid z runs over slices × batch entries, C's buffer is the partials (f32, row-major,
+    /// one M×N matrix per z, α = 1, β = 0), and [`split::reduce_partials()`] adds them into C.
+    fn k_splits(_config: &Self::Config) -> u32 {
+        1
     }
     /// Block, grid and resources of a launch over `problem` (canonical).
     fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
@@ -652,6 +660,11 @@ macro_rules! registry {
             /// What the main loop must show on NVIDIA (see [`Rung::matrix_loop_criteria`]).
             pub fn matrix_loop_criteria(&self) -> Option<MatrixLoopCriteria> {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::matrix_loop_criteria(c),)* }
+            }
+
+            /// Slices of K computed side by side (see [`Rung::k_splits`]).
+            pub fn k_splits(&self) -> u32 {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::k_splits(c),)* }
             }
 
             /// The main loop's least FMA share on NVIDIA (see [`Rung::loop_fma_floor`]).
