@@ -4,8 +4,12 @@
 //! with f32 accumulation.
 //!
 //! A cube of WM×WN planes stages its BM×BK tile of A and BK×BN tile of B (BM = WM·TM·M,
-//! BN = WN·TN·N, BK = K) in shared memory with the shared staging of [`super::stage`],
-//! zero-padded past every edge, so that the fragments load whole; each plane accumulates its
+//! BN = WN·TN·N, BK = K) in shared memory, each as it lies in memory (a row-major operand by
+//! rows, a column-major one by columns: consecutive units load and store consecutive elements,
+//! and fragments load in the matching layout, never transposed on the way), with stored lines
+//! an odd number of 16-byte chunks apart ([`PAD`]) so that the 8 lines a fragment load reads at
+//! once fall in distinct banks; zero-padded past every edge, so that the fragments load whole; each plane
+//! accumulates its
 //! TM×TN fragments of C (the warp tile: per step of K it loads TM fragments of A and TN of B for
 //! TM·TN products, where one fragment loads two for one), stores them to shared memory, and all
 //! units write C with the α/β epilogue, guarded by C's edges. So any
@@ -17,12 +21,12 @@ use cubecl::cmma::{self, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, store, Dims, Layouts, View};
-use super::stage::{stage_tiles, Tiles};
+use super::args::{at, load, store, Dims, Layouts, View};
+use super::stage::Tiles;
 use super::{LaunchShape, Rung};
 use crate::device::DeviceInfo;
 use crate::error::Unavailable;
-use crate::problem::{DType, Precision, Problem};
+use crate::problem::{DType, Layout, Precision, Problem};
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, fragments of type `F`. Cube (X, Y)
 /// computes the BM×BN block at (Y·BM, X·BN); plane p (`UNIT_POS_Y`) the TM×TN fragments from
@@ -46,11 +50,12 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     let (fm, fn_, fk) = comptime!((config.m, config.n, config.k));
     let (bm, bn) = comptime!((config.bm(), config.bn()));
     let units = comptime!(config.units());
-    // A's tile is stored transposed (`tile_a[k·BM + r]`): column-major with stride BM.
+    let (sa, sb) = comptime!(config.staged(layouts));
     // WMMA loads and stores need 256-bit aligned pointers, cooperative-matrix ones 128-bit:
-    // fragments start at multiples of M (or N) elements, 16 for WMMA's shapes (`FRAGMENTS`).
-    let mut tile_a = SharedMemory::<F>::new_aligned(comptime!((bm * fk) as usize), 32usize);
-    let mut tile_b = SharedMemory::<F>::new_aligned(comptime!((fk * bn) as usize), 32usize);
+    // fragments start at multiples of M (or N) elements, or of M rows of a padded stride, 16
+    // for WMMA's shapes (`FRAGMENTS`).
+    let mut tile_a = SharedMemory::<F>::new_aligned(comptime!(sa.elements() as usize), 32usize);
+    let mut tile_b = SharedMemory::<F>::new_aligned(comptime!(sb.elements() as usize), 32usize);
     let mut tile_c = SharedMemory::<A>::new_aligned(comptime!((bm * bn) as usize), 32usize);
     let row0 = CUBE_POS_Y * bm;
     let col0 = CUBE_POS_X * bn;
@@ -80,22 +85,13 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     let tiles = (dims.k_end - dims.k_begin).div_ceil(fk);
     for t in 0..tiles {
         let k0 = dims.k_begin + t * fk;
-        stage_tiles::<I, F>(
-            a,
-            b,
-            &va,
-            &vb,
-            &mut tile_a,
-            &mut tile_b,
-            &dims,
-            batch,
-            row0,
-            col0,
-            k0,
-            comptime!(config.tiles()),
-            layouts,
-            packed_bf16,
+        stage_as_stored::<I, F>(
+            a, &va, &mut tile_a, batch, row0, k0, dims.m, dims.k_end, sa, units, packed_bf16,
         );
+        stage_as_stored::<I, F>(
+            b, &vb, &mut tile_b, batch, k0, col0, dims.k_end, dims.n, sb, units, packed_bf16,
+        );
+        sync_cube();
         let mut frags_a = Sequence::<cmma::Matrix<F>>::new();
         #[unroll]
         for i in 0..tm {
@@ -104,12 +100,12 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
                 comptime!(fm as usize),
                 comptime!(fn_ as usize),
                 comptime!(fk as usize),
-                MatrixLayout::ColMajor,
+                comptime!(sa.layout()),
                 &tile_a.slice(
-                    (a_start + comptime!(i as u32 * fm)) as usize,
-                    comptime!((bm * fk) as usize),
+                    ((a_start + comptime!(i as u32 * fm)) * comptime!(sa.row_step())) as usize,
+                    comptime!(sa.elements() as usize),
                 ),
-                bm,
+                comptime!(sa.stride),
             ));
         }
         #[unroll]
@@ -119,12 +115,12 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
                 comptime!(fm as usize),
                 comptime!(fn_ as usize),
                 comptime!(fk as usize),
-                MatrixLayout::RowMajor,
+                comptime!(sb.layout()),
                 &tile_b.slice(
-                    (b_start + comptime!(j as u32 * fn_)) as usize,
-                    comptime!((fk * bn) as usize),
+                    ((b_start + comptime!(j as u32 * fn_)) * comptime!(sb.col_step())) as usize,
+                    comptime!(sb.elements() as usize),
                 ),
-                bn,
+                comptime!(sb.stride),
             );
             #[unroll]
             for i in 0..tm {
@@ -165,6 +161,117 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
                 beta,
             );
         }
+    }
+}
+
+/// Elements a stored line of a staged tile is padded by where its length is an even number of
+/// 16-byte chunks: 16 bytes of 16-bit elements. A fragment load reads 8 lines of 16 bytes at
+/// once; lines an odd number of 16-byte chunks apart fall in the 8 distinct bank groups of 128
+/// bytes (unpadded, lines of 32, 64 or 128 bytes share them 2 to 8 ways).
+pub const PAD: u32 = 8;
+
+/// One operand's tile in shared memory, stored as the operand lies in memory: by rows (a
+/// row-major operand) or by columns (a column-major one), each stored line `stride` elements
+/// apart (its length, plus [`PAD`] where that is an even number of 16-byte chunks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Staged {
+    /// Rows of the tile (A: BM, B: BK).
+    pub rows: u32,
+    /// Columns of the tile (A: BK, B: BN).
+    pub cols: u32,
+    /// Whether it is stored by columns.
+    pub by_cols: bool,
+    /// Elements from one stored line to the next.
+    pub stride: u32,
+}
+
+impl Staged {
+    /// A `rows`×`cols` tile stored by columns (`by_cols`) or by rows.
+    pub const fn new(rows: u32, cols: u32, by_cols: bool) -> Self {
+        let line = if by_cols { rows } else { cols };
+        Staged {
+            rows,
+            cols,
+            by_cols,
+            stride: if (line / PAD).is_multiple_of(2) {
+                line + PAD
+            } else {
+                line
+            },
+        }
+    }
+
+    /// Elements of shared memory it takes.
+    pub const fn elements(&self) -> u32 {
+        (if self.by_cols { self.cols } else { self.rows }) * self.stride
+    }
+
+    /// Elements from one row of the tile to the next.
+    pub const fn row_step(&self) -> u32 {
+        if self.by_cols {
+            1
+        } else {
+            self.stride
+        }
+    }
+
+    /// Elements from one column of the tile to the next.
+    pub const fn col_step(&self) -> u32 {
+        if self.by_cols {
+            self.stride
+        } else {
+            1
+        }
+    }
+
+    /// The layout fragments load it in.
+    pub fn layout(&self) -> MatrixLayout {
+        if self.by_cols {
+            MatrixLayout::ColMajor
+        } else {
+            MatrixLayout::RowMajor
+        }
+    }
+}
+
+/// Stages an operand's tile at (`row0`, `col0`) as [`Staged`] lays it out: consecutive units
+/// take consecutive elements of a stored line (the operand's contiguous axis, so that loads
+/// coalesce and stores fall in consecutive banks); elements past `rows_end` or `cols_end` are
+/// zeros.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn stage_as_stored<I: Scalar, F: Float>(
+    src: &Array<I>,
+    view: &View,
+    tile: &mut SharedMemory<F>,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    rows_end: u32,
+    cols_end: u32,
+    #[comptime] staged: Staged,
+    #[comptime] units: u32,
+    #[comptime] packed_bf16: bool,
+) {
+    let (rows, cols, stride) = comptime!((staged.rows, staged.cols, staged.stride));
+    #[unroll]
+    for i in 0..comptime!(rows * cols / units) {
+        let e = i * units + UNIT_POS;
+        let (r, c) = if comptime!(staged.by_cols) {
+            (e % rows, e / rows)
+        } else {
+            (e / cols, e % cols)
+        };
+        let mut value = F::new(0.0);
+        if row0 + r < rows_end && col0 + c < cols_end {
+            value = load::<I, F>(src, at(view, batch, row0 + r, col0 + c), packed_bf16);
+        }
+        let offset = if comptime!(staged.by_cols) {
+            c * stride + r
+        } else {
+            r * stride + c
+        };
+        tile[offset as usize] = value;
     }
 }
 
@@ -219,6 +326,14 @@ impl TensorcoreConfig {
             bk: self.k,
             units: self.units(),
         }
+    }
+
+    /// A's BM×K and B's K×BN tiles as staged for operands in `layouts`.
+    pub fn staged(&self, layouts: Layouts) -> (Staged, Staged) {
+        (
+            Staged::new(self.bm(), self.k, layouts.a_by_cols),
+            Staged::new(self.k, self.bn(), layouts.b_by_cols),
+        )
     }
 
     /// Whether every unit stages and writes the same number of elements.
@@ -336,7 +451,13 @@ impl Rung for Tensorcore {
     }
 
     fn shape(c: &TensorcoreConfig, problem: &Problem) -> LaunchShape {
-        let staged = (c.bm() * c.k + c.k * c.bn()) as usize * problem.precision.input.size_bytes();
+        let by_cols = |d: &crate::problem::MatrixDesc| d.layout() == Layout::ColMajor;
+        let (sa, sb) = c.staged(Layouts {
+            a_by_cols: by_cols(&problem.a),
+            b_by_cols: by_cols(&problem.b),
+        });
+        let staged =
+            (sa.elements() + sb.elements()) as usize * problem.precision.input.size_bytes();
         let result = (c.bm() * c.bn()) as usize * problem.precision.accumulate.size_bytes();
         super::block_tiled_shape(
             problem,
@@ -433,4 +554,37 @@ impl Rung for Tensorcore {
 
 fn is_bf16<I: 'static>() -> bool {
     std::any::TypeId::of::<I>() == std::any::TypeId::of::<half::bf16>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every configuration, in every layout: the 8 stored lines a fragment load reads at once
+    /// (16 bytes of 16-bit elements each, from any fragment's start) fall in the 8 distinct
+    /// 16-byte bank groups of 128 bytes, and fragments start 32-byte aligned (WMMA).
+    #[test]
+    fn staged_lines_of_a_fragment_load_fall_in_distinct_banks() {
+        let bytes = 2;
+        for config in Tensorcore::configs() {
+            for (a_by_cols, b_by_cols) in [(false, false), (true, false), (false, true), (true, true)] {
+                let (sa, sb) = config.staged(Layouts {
+                    a_by_cols,
+                    b_by_cols,
+                });
+                for staged in [sa, sb] {
+                    let groups: std::collections::BTreeSet<u32> =
+                        (0..8).map(|line| (line * staged.stride * bytes / 16) % 8).collect();
+                    assert_eq!(groups.len(), 8, "{config:?} {staged:?}");
+                    assert_eq!((staged.stride * bytes) % 16, 0, "{config:?} {staged:?}");
+                }
+                // Fragment starts: A's at multiples of M rows, B's of N columns.
+                let a_start = config.m * sa.row_step() * bytes;
+                let b_start = config.n * sb.col_step() * bytes;
+                let align = if config.m == 16 { 32 } else { 16 };
+                assert_eq!(a_start % align, 0, "{config:?}");
+                assert_eq!(b_start % align, 0, "{config:?}");
+            }
+        }
+    }
 }
