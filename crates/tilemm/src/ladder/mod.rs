@@ -691,10 +691,17 @@ macro_rules! registry {
                 if !self.computes(problem.precision) {
                     return Err(Unavailable::Precision(problem.precision));
                 }
+                let rung = || match self {
+                    $(Config::$variant(c) => <$module::$rung as Rung>::supports(c, problem, device),)*
+                };
+                // A CUDA-only rung names the instructions the device lacks before its width.
+                if self.kernel().cuda_only() {
+                    rung()?;
+                }
                 if let Some(built) = self.plane_width().filter(|&p| p != device.plane_size) {
                     return Err(Unavailable::PlaneWidth { built, device: device.plane_size });
                 }
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::supports(c, problem, device),)* }
+                rung()
             }
 
             /// The launch over `problem` (canonical).
