@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
 use crate::ladder::{Config, Kernel, LaunchShape};
-use crate::problem::{DType, Precision, Problem};
+use crate::problem::{DType, MatrixDesc, Precision, Problem};
 
 /// The most loop iterations a unit may run in one launch, over all of a kernel's loops together.
 ///
@@ -251,24 +251,30 @@ impl Plan {
                 ));
             }
         }
+        // Every buffer a launch binds: A, B, C and split-K's partials.
+        let matrix = |name: &str, desc: &MatrixDesc| {
+            let batch = if problem.batch > 1 {
+                format!("{} × ", problem.batch)
+            } else {
+                String::new()
+            };
+            format!("matrix {name} ({batch}{}×{})", desc.rows, desc.cols)
+        };
         let spans = [problem.a_len(), problem.b_len(), problem.c_len()];
-        for (((name, desc), span), bytes) in [("A", problem.a), ("B", problem.b), ("C", problem.c)]
+        let buffers = [("A", problem.a), ("B", problem.b), ("C", problem.c)]
             .into_iter()
             .zip(spans)
             .zip(bytes)
-        {
-            let what = || {
-                let batch = if problem.batch > 1 {
-                    format!("{} × ", problem.batch)
-                } else {
-                    String::new()
-                };
-                format!("matrix {name} ({batch}{}×{})", desc.rows, desc.cols)
-            };
-            let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);
+            .map(|(((name, desc), span), bytes)| (matrix(name, &desc), span, bytes))
+            .chain(partials.map(|(len, bytes)| {
+                let what = format!("the partials of {} slices of K", launches.k_splits);
+                (what, len, bytes)
+            }));
+        let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);
+        for (what, span, bytes) in buffers {
             if bytes as u64 > limit {
                 return Err(refuse(
-                    what(),
+                    what,
                     format_bytes(bytes as u64),
                     format_bytes(limit),
                 ));
@@ -276,26 +282,8 @@ impl Plan {
             // The kernels index with 32-bit integers.
             if span > u32::MAX as usize {
                 return Err(refuse(
-                    what(),
+                    what,
                     format!("{span} elements"),
-                    format!("{} elements (32-bit indexing)", u32::MAX),
-                ));
-            }
-        }
-        if let Some((len, bytes)) = partials {
-            let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);
-            let what = || format!("the partials of {} slices of K", launches.k_splits);
-            if bytes as u64 > limit {
-                return Err(refuse(
-                    what(),
-                    format_bytes(bytes as u64),
-                    format_bytes(limit),
-                ));
-            }
-            if len > u32::MAX as usize {
-                return Err(refuse(
-                    what(),
-                    format!("{len} elements"),
                     format!("{} elements (32-bit indexing)", u32::MAX),
                 ));
             }
