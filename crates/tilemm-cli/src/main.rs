@@ -1060,7 +1060,7 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
                     let spill = usage.forbidden_spill();
                     let no_mma = usage.missing_matrix_ops();
                     let low_fma = usage.below_fma_floor();
-                    let unfed = usage.matrix_loop_failures();
+                    let unfed = usage.main_loop_failures();
                     let pass = !spill && !no_mma && !low_fma && unfed.is_empty();
                     failures += usize::from(!pass);
                     if !args.json {

@@ -105,6 +105,9 @@ fn device_properties(target: Target) -> DeviceProperties {
     };
     let mut props =
         DeviceProperties::new(Default::default(), memory, hardware, TimingMethod::System);
+    // CUDA's runtime says so from sm_80 on, the architectures `emit` and the compile check
+    // build CUDA kernels for.
+    props.features.copy_async = target == Target::Cuda;
     match target {
         Target::Cuda | Target::Hip => cubecl_cpp::register_supported_types(&mut props),
         Target::Wgsl => {

@@ -58,8 +58,9 @@ fn f32s(data: &HostData) -> &[f32] {
 #[test]
 fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
     // The kernel tests cover `every_plan()`: f32_plans() less what the device refuses. Only a
-    // plane width other than the device's may be refused, with its typed error, and every rung
-    // that computes f32 must keep a configuration that runs.
+    // plane width other than the device's, or more shared memory than it has, may be refused,
+    // with its typed error, and every rung that computes f32 must keep a configuration that
+    // runs.
     let info = gpu().info();
     let probe = Problem::new(1, 1, 1).unwrap();
     for plan in f32_plans() {
@@ -71,6 +72,12 @@ fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
             }) => {
                 assert_eq!(Some(built), plan.config.plane_width(), "{plan}");
                 assert_ne!(built, device, "{plan}");
+            }
+            // A configuration sized for a GPU's shared memory (the pipelined rung's 108 KiB).
+            Err(Error::DeviceLimit { needed, .. })
+                if plan.shared_bytes(Precision::F32) > info.limits.max_shared_bytes =>
+            {
+                assert!(needed.contains("shared memory"), "{plan}: {needed}");
             }
             Err(e) => panic!("{plan} is refused on {}: {e}", info.name),
         }

@@ -28,6 +28,8 @@ struct Kind {
     matrix: bool,
     fragment_load: bool,
     scalar_shared_load: bool,
+    shared_load: bool,
+    wide_shared_load: bool,
     narrow: bool,
     global_load: bool,
     wide_global_load: bool,
@@ -50,6 +52,10 @@ pub struct LoopMix {
     /// Scalar shared-memory loads at a register address (NVIDIA `LDS`/`LDS.U16` of 32 bits or
     /// less, not a barrier's poll at a constant address): element-wise fragment loads.
     pub scalar_shared_loads: u32,
+    /// Shared-memory loads at a register address, of any width.
+    pub shared_loads: u32,
+    /// The 128-bit ones among them (`LDS.128`).
+    pub wide_shared_loads: u32,
     /// 16-bit global loads and shared stores (`LDG.E.U16`, `STS.U16`): element-wise staging.
     pub narrow_accesses: u32,
     /// Global loads: LDG and LDGSTS (NVIDIA); global_load, buffer_load (AMD).
@@ -81,6 +87,11 @@ impl LoopMix {
         (self.fragment_loads > 0).then(|| f64::from(self.matrix) / f64::from(self.fragment_loads))
     }
 
+    /// FMAs per shared-memory load (`None` without loads).
+    pub fn fma_per_shared_load(&self) -> Option<f64> {
+        (self.shared_loads > 0).then(|| f64::from(self.fma) / f64::from(self.shared_loads))
+    }
+
     /// Matrix instructions per global load (`None` without loads).
     pub fn matrix_per_global_load(&self) -> Option<f64> {
         (self.global_loads > 0).then(|| f64::from(self.matrix) / f64::from(self.global_loads))
@@ -108,6 +119,8 @@ impl LoopMix {
         self.matrix += count(kind.matrix);
         self.fragment_loads += count(kind.fragment_load);
         self.scalar_shared_loads += count(kind.scalar_shared_load);
+        self.shared_loads += count(kind.shared_load);
+        self.wide_shared_loads += count(kind.wide_shared_load);
         self.narrow_accesses += count(kind.narrow);
         self.global_loads += count(kind.global_load);
         self.wide_global_loads += count(kind.wide_global_load);
@@ -173,6 +186,8 @@ fn sass_kind(opcode: &str, operands: &str) -> Kind {
         matrix: matches!(base, "HMMA" | "HGMMA" | "IMMA" | "BMMA"),
         fragment_load: base == "LDSM",
         scalar_shared_load: base == "LDS" && !constant_address && !(wide || has("64")),
+        shared_load: base == "LDS" && !constant_address,
+        wide_shared_load: base == "LDS" && !constant_address && wide,
         narrow: (matches!(base, "LDG" | "STS") && (has("U16") || has("S16")))
             || (base == "LDS" && (has("U16") || has("S16"))),
         global_load,
@@ -442,6 +457,8 @@ k:
         );
         assert_eq!((mix.barriers, mix.copy_commits), (2, 2));
         assert_eq!((mix.scalar_shared_loads, mix.narrow_accesses), (1, 2));
+        // The barrier's poll at a constant address is not a load of data.
+        assert_eq!((mix.shared_loads, mix.wide_shared_loads), (1, 0));
         assert_eq!(mix.matrix_percent(), 500.0 / 19.0);
         assert_eq!(mix.matrix_per_fragment_load(), Some(2.5));
         assert_eq!(mix.barriers_per_tile(), Some(1.0));

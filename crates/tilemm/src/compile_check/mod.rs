@@ -99,16 +99,49 @@ impl ResourceUsage {
         self.plan.kernel().matrix_units() && self.matrix_ops.unwrap_or(0) == 0
     }
 
-    /// The criteria of its plan's main loop ([`crate::ladder::Rung::matrix_loop_criteria`])
-    /// that the NVIDIA machine code misses, each as a short phrase; none on AMD or for a plan
-    /// without criteria. A main loop that could not be read misses them all.
-    pub fn matrix_loop_failures(&self) -> Vec<String> {
-        let Some(criteria) = self.plan.config.matrix_loop_criteria() else {
-            return Vec::new();
-        };
+    /// The criteria of its plan's main loop ([`crate::ladder::Rung::matrix_loop_criteria`],
+    /// [`crate::ladder::Rung::min_fma_per_shared_load`]) that the NVIDIA machine code misses,
+    /// each as a short phrase; none on AMD or for a plan without criteria. A main loop that
+    /// could not be read misses them all.
+    pub fn main_loop_failures(&self) -> Vec<String> {
         if !self.arch.starts_with("sm_") {
             return Vec::new();
         }
+        let mut failures = self.shared_load_failures();
+        failures.extend(self.matrix_loop_failures());
+        failures
+    }
+
+    /// [`ResourceUsage::main_loop_failures`] of an FMA loop's shared loads.
+    fn shared_load_failures(&self) -> Vec<String> {
+        let Some(least) = self.plan.config.min_fma_per_shared_load(self.precision) else {
+            return Vec::new();
+        };
+        let Some(mix) = self.main_loop.filter(|m| m.fma > 0) else {
+            return vec!["no main loop with FMAs could be read".to_string()];
+        };
+        let mut failures = Vec::new();
+        if mix.wide_shared_loads < mix.shared_loads {
+            failures.push(format!(
+                "{} of {} shared loads 128-bit",
+                mix.wide_shared_loads, mix.shared_loads
+            ));
+        }
+        match mix.fma_per_shared_load() {
+            Some(r) if r >= least => {}
+            r => failures.push(format!(
+                "{} FMAs per shared load (< {least})",
+                r.map_or("no shared loads, so no".into(), |r| format!("{r:.1}")),
+            )),
+        }
+        failures
+    }
+
+    /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop.
+    fn matrix_loop_failures(&self) -> Vec<String> {
+        let Some(criteria) = self.plan.config.matrix_loop_criteria() else {
+            return Vec::new();
+        };
         let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
             return vec!["no main loop with matrix instructions could be read".to_string()];
         };

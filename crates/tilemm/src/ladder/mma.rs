@@ -46,7 +46,8 @@ const INSTRUCTION: (u32, u32, u32) = (16, 8, 16);
 const WARP: u32 = 32;
 
 /// Where a 16-byte chunk of a tile lies in shared memory: the tile's rows are `chunks` chunks
-/// long, and chunk `c` of row `r` sits at position `c ^ ((r >> shift) & mask)` of its row.
+/// long and start `stride` chunks apart (`stride` > `chunks`: padded rows), and chunk `c` of
+/// row `r` sits at position `c ^ ((r >> shift) & mask)` of its row.
 ///
 /// With `shift` and `mask` from [`Swizzle::new`], any 8 consecutive rows (aligned to 8) at
 /// one chunk position, and any 8 consecutive chunks of a 128-byte line, land in the 8
@@ -56,6 +57,8 @@ const WARP: u32 = 32;
 pub struct Swizzle {
     /// Chunks per row.
     pub chunks: u32,
+    /// Chunks from one row's start to the next's.
+    pub stride: u32,
     /// Rows sharing a 128-byte line: log2.
     pub shift: u32,
     /// Chunk positions XORed: `min(chunks, 8) − 1`.
@@ -68,24 +71,31 @@ impl Swizzle {
         let per_line = if chunks >= 8 { 1 } else { 8 / chunks };
         Swizzle {
             chunks,
+            stride: chunks,
             shift: per_line.trailing_zeros(),
             mask: if chunks >= 8 { 7 } else { chunks - 1 },
         }
     }
 
+    /// Rows after which the pattern repeats.
+    pub const fn period(&self) -> u32 {
+        (self.mask + 1) << self.shift
+    }
+
     /// The position of chunk `chunk` of row `row`, in chunks from the tile's start.
     pub const fn position(&self, row: u32, chunk: u32) -> u32 {
-        row * self.chunks + (chunk ^ ((row >> self.shift) & self.mask))
+        row * self.stride + (chunk ^ ((row >> self.shift) & self.mask))
     }
 }
 
 /// [`Swizzle::position`] in a kernel.
 #[cube]
 pub fn swizzled(row: u32, chunk: u32, #[comptime] swizzle: Swizzle) -> u32 {
-    row * swizzle.chunks + (chunk ^ ((row >> swizzle.shift) & swizzle.mask))
+    row * swizzle.stride + (chunk ^ ((row >> swizzle.shift) & swizzle.mask))
 }
 
-/// One operand's tile in shared memory: `rows` rows of `swizzle.chunks` 16-byte chunks, the
+/// One operand's tile in shared memory: `rows` rows of `swizzle.chunks` 16-byte chunks (each
+/// `swizzle.stride` chunks of memory), the
 /// rows running along the operand's contiguous axis' partner (A row-major: rows of A, chunks
 /// along K; column-major: rows of K, chunks along M).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -114,9 +124,9 @@ impl StagedTile {
         }
     }
 
-    /// Elements in the tile.
+    /// Elements the tile takes in memory.
     pub const fn elements(&self) -> u32 {
-        self.rows * self.swizzle.chunks * self.per_chunk
+        self.rows * self.swizzle.stride * self.per_chunk
     }
 }
 
@@ -231,7 +241,7 @@ impl MmaConfig {
 /// `bounded`; emulated, synchronous loads and stores of the same elements.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn transfer<F: Float>(
+pub(crate) fn transfer<F: Float>(
     src: &Array<F>,
     index: usize,
     valid: u32,
@@ -240,12 +250,13 @@ fn transfer<F: Float>(
     #[comptime] width: u32,
     #[comptime] bounded: bool,
     #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
 ) {
     if comptime!(emulate || width == 1) {
         // Selects, not branches, and emulated a loop: lavapipe's compiler takes time
         // superlinear in the code of a kernel with barriers. Out of range, element 0 is read
         // and dropped.
-        #[unroll(!emulate)]
+        #[unroll(!rolled)]
         for e in 0..width {
             let inside = !comptime!(bounded) || e < valid;
             let from = select(inside, index + e as usize, 0usize);
@@ -275,7 +286,7 @@ fn transfer<F: Float>(
 /// needs a bound (the interior tiles: every one of a large product but those at its edges).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_operand<F: Float>(
+pub(crate) fn stage_operand<F: Float>(
     src: &Array<F>,
     view: &View,
     tile: &mut SharedMemory<F>,
@@ -290,12 +301,13 @@ fn stage_operand<F: Float>(
     #[comptime] units: u32,
     #[comptime] width: u32,
     #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
 ) {
     let per_chunk = comptime!(staged.per_chunk);
     let pieces_per_chunk = comptime!(per_chunk / width);
     let pieces_per_row = comptime!(staged.swizzle.chunks * pieces_per_chunk);
     let pieces = comptime!(staged.rows * pieces_per_row);
-    #[unroll(!emulate)]
+    #[unroll(!rolled)]
     for q in 0..comptime!(pieces / units) {
         let piece = q * units + UNIT_POS;
         let row = piece / pieces_per_row;
@@ -314,7 +326,7 @@ fn stage_operand<F: Float>(
             + (rest % pieces_per_chunk) * width;
         if comptime!(width > 1) && inside {
             let index = at(view, batch, i, j);
-            transfer::<F>(src, index, width, tile, offset, width, false, emulate);
+            transfer::<F>(src, index, width, tile, offset, width, false, emulate, rolled);
         } else {
             let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
                 (j < cols_end, i, rows_end)
@@ -328,7 +340,7 @@ fn stage_operand<F: Float>(
                 valid = (along_end - along_pos).min(width);
                 index = at(view, batch, i, j);
             }
-            transfer::<F>(src, index, valid, tile, offset, width, true, emulate);
+            transfer::<F>(src, index, valid, tile, offset, width, true, emulate, rolled);
         }
     }
 }
@@ -338,7 +350,7 @@ fn stage_operand<F: Float>(
 /// K tiles, and the stored row and chunk of its first piece (the others follow `units /
 /// chunks` rows further each).
 #[derive(CubeType, Clone, Copy)]
-struct CopyPlan {
+pub(crate) struct CopyPlan {
     first: usize,
     step_piece: usize,
     step_tile: usize,
@@ -350,7 +362,7 @@ struct CopyPlan {
 /// the operand's rows (`k_down`: B) or columns (A).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn copy_plan(
+pub(crate) fn copy_plan(
     view: &View,
     batch: u32,
     row0: u32,
@@ -391,11 +403,11 @@ fn copy_plan(
 
 /// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
 /// `cp.async` per piece, no bounds (the fast path's tiles are whole). Where a unit's pieces
-/// lie a multiple of 8 rows apart (the swizzle's period: every registered configuration), the
-/// stage offsets are the first one's plus constants.
+/// lie a multiple of the swizzle's period apart (every registered configuration), the stage
+/// offsets are the first one's plus constants.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn copy_tile<F: Float>(
+pub(crate) fn copy_tile<F: Float>(
     src: &Array<F>,
     plan: &CopyPlan,
     tile: &mut SharedMemory<F>,
@@ -404,23 +416,25 @@ fn copy_tile<F: Float>(
     #[comptime] staged: StagedTile,
     #[comptime] units: u32,
     #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
 ) {
     let per_chunk = comptime!(staged.per_chunk);
     let chunks = comptime!(staged.swizzle.chunks);
     let pieces = comptime!(staged.rows * chunks);
     let rows_apart = comptime!(units / chunks);
+    let period = comptime!(staged.swizzle.period());
     let base = plan.first + t as usize * plan.step_tile;
     let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
-    #[unroll(!emulate)]
+    #[unroll(!rolled)]
     for q in 0..comptime!(pieces / units) {
         let index = base + q as usize * plan.step_piece;
-        let offset = if comptime!(rows_apart % 8 == 0) {
-            first + stage_base + q * comptime!(units * per_chunk)
+        let offset = if comptime!(rows_apart % period == 0) {
+            first + stage_base + q * comptime!(rows_apart * staged.swizzle.stride * per_chunk)
         } else {
             swizzled(plan.row + q * rows_apart, plan.chunk, staged.swizzle) * per_chunk
                 + stage_base
         };
-        transfer::<F>(src, index, per_chunk, tile, offset, per_chunk, false, emulate);
+        transfer::<F>(src, index, per_chunk, tile, offset, per_chunk, false, emulate, rolled);
     }
 }
 
@@ -475,7 +489,7 @@ fn fragment_offset(
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
 ) -> u32 {
-    let row_elems = comptime!(staged.swizzle.chunks * staged.per_chunk);
+    let row_elems = comptime!(staged.swizzle.stride * staged.per_chunk);
     if comptime!(is_a != staged.by_cols) {
         bases[kk as usize] + comptime!(o * 16 * row_elems)
     } else {
@@ -787,21 +801,21 @@ fn k_loop<F: Float, A: Float>(
         if s < tiles {
             if comptime!(fast) {
                 copy_tile::<F>(
-                    a, &plan_a, shared_a, s, comptime!(s * stage_a), tile_a, units, emulate,
+                    a, &plan_a, shared_a, s, comptime!(s * stage_a), tile_a, units, emulate, emulate,
                 );
                 copy_tile::<F>(
-                    b, &plan_b, shared_b, s, comptime!(s * stage_b), tile_b, units, emulate,
+                    b, &plan_b, shared_b, s, comptime!(s * stage_b), tile_b, units, emulate, emulate,
                 );
             } else {
                 let k0 = dims.k_begin + s * bk;
                 let k_inside = k0 + bk <= dims.k_end;
                 stage_operand::<F>(
                     a, va, shared_a, s * stage_a, batch, row0, k0, dims.m, dims.k_end,
-                    rows_inside && k_inside, tile_a, units, width_a, emulate,
+                    rows_inside && k_inside, tile_a, units, width_a, emulate, emulate,
                 );
                 stage_operand::<F>(
                     b, vb, shared_b, s * stage_b, batch, k0, col0, dims.k_end, dims.n,
-                    cols_inside && k_inside, tile_b, units, width_b, emulate,
+                    cols_inside && k_inside, tile_b, units, width_b, emulate, emulate,
                 );
             }
             if !comptime!(emulate) {
@@ -835,22 +849,22 @@ fn k_loop<F: Float, A: Float>(
                     if comptime!(fast) {
                         copy_tile::<F>(
                             a, &plan_a, shared_a, next, comptime!(refill * stage_a), tile_a,
-                            units, emulate,
+                            units, emulate, emulate,
                         );
                         copy_tile::<F>(
                             b, &plan_b, shared_b, next, comptime!(refill * stage_b), tile_b,
-                            units, emulate,
+                            units, emulate, emulate,
                         );
                     } else {
                         let k0 = dims.k_begin + next * bk;
                         let k_inside = k0 + bk <= dims.k_end;
                         stage_operand::<F>(
                             a, va, shared_a, refill * stage_a, batch, row0, k0, dims.m,
-                            dims.k_end, rows_inside && k_inside, tile_a, units, width_a, emulate,
+                            dims.k_end, rows_inside && k_inside, tile_a, units, width_a, emulate, emulate,
                         );
                         stage_operand::<F>(
                             b, vb, shared_b, refill * stage_b, batch, k0, col0, dims.k_end,
-                            dims.n, cols_inside && k_inside, tile_b, units, width_b, emulate,
+                            dims.n, cols_inside && k_inside, tile_b, units, width_b, emulate, emulate,
                         );
                     }
                     if !comptime!(emulate) {
@@ -1114,14 +1128,15 @@ pub fn copy_width(d: &MatrixDesc, bytes: u32) -> u32 {
     }
 }
 
-/// C's vector width: 2 where C is row-major with even offset, strides and N, so that a lane's
-/// pair of columns is one aligned 2-vector; else 1.
-pub fn store_width(d: &MatrixDesc) -> u32 {
-    let even = [d.offset, d.row_stride, d.batch_stride, d.cols]
+/// C's vector width for a kernel that stores `widest` adjacent columns at a time, from a
+/// multiple of `widest`: `widest` where C is row-major with offset, strides and N multiples of
+/// it, so that each group is one aligned vector, inside C or outside; else 1.
+pub fn store_width(d: &MatrixDesc, widest: u32) -> u32 {
+    let aligned = [d.offset, d.row_stride, d.batch_stride, d.cols]
         .iter()
-        .all(|x| x.is_multiple_of(2));
-    if d.col_stride == 1 && even {
-        2
+        .all(|x| x.is_multiple_of(widest as usize));
+    if d.col_stride == 1 && aligned {
+        widest
     } else {
         1
     }
@@ -1293,7 +1308,7 @@ impl Rung for Mma {
             copy_width(&args.views[0], bytes),
             copy_width(&args.views[1], bytes),
         );
-        let width_c = store_width(&args.views[2]);
+        let width_c = store_width(&args.views[2], 2);
         let dim = CubeDim::new_2d(WARP, config.wm * config.wn);
         macro_rules! go {
             ($f:ty) => {
@@ -1468,9 +1483,9 @@ mod tests {
             ..dense
         };
         assert_eq!(copy_width(&strided, 2), 1);
-        assert_eq!(store_width(&dense), 2);
-        assert_eq!(store_width(&MatrixDesc::row_major(64, 41)), 1);
-        assert_eq!(store_width(&MatrixDesc::col_major(64, 40)), 1);
+        assert_eq!(store_width(&dense, 2), 2);
+        assert_eq!(store_width(&MatrixDesc::row_major(64, 41), 2), 1);
+        assert_eq!(store_width(&MatrixDesc::col_major(64, 40), 2), 1);
     }
 
     #[test]

@@ -82,6 +82,12 @@ pub trait Rung {
     fn loop_fma_floor(_config: &Self::Config, _precision: Precision) -> Option<f64> {
         None
     }
+    /// Where set, every shared-memory load in its main loop in NVIDIA SASS for `precision`
+    /// must be 128 bits wide and the loop must run at least this many FMAs per shared load
+    /// (the compile check fails otherwise): what an SGEMM at cuBLAS's class shows.
+    fn min_fma_per_shared_load(_config: &Self::Config, _precision: Precision) -> Option<f64> {
+        None
+    }
     /// The plane (warp, wavefront, subgroup) width the configuration is laid out for, if any:
     /// it runs only where every plane is exactly that wide.
     fn plane_width(_config: &Self::Config) -> Option<u32> {
@@ -157,6 +163,18 @@ pub struct Expand<'a> {
     pub layouts: args::Layouts,
     /// Elements per vector for rungs that load several at once (1 for packed bf16).
     pub line: u32,
+}
+
+impl Expand<'_> {
+    /// Whether the target has asynchronous copies from global to shared memory (`cp.async`),
+    /// as the device properties the kernel is built with say.
+    pub fn copy_async(&self) -> bool {
+        self.builder
+            .scope
+            .properties
+            .as_ref()
+            .is_some_and(|p| p.features.copy_async)
+    }
 }
 
 /// The shared signature's arguments, registered in a kernel's IR.
@@ -672,6 +690,12 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::loop_fma_floor(c, precision),)* }
             }
 
+            /// FMAs per 128-bit shared load its main loop must reach on NVIDIA (see
+            /// [`Rung::min_fma_per_shared_load`]).
+            pub fn min_fma_per_shared_load(&self, precision: Precision) -> Option<f64> {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::min_fma_per_shared_load(c, precision),)* }
+            }
+
             /// The plane width it is laid out for (see [`Rung::plane_width`]).
             pub fn plane_width(&self) -> Option<u32> {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::plane_width(c),)* }
@@ -743,6 +767,7 @@ registry! {
     blocktile2d::Blocktile2d => Blocktile2d,
     vectorized::Vectorized => Vectorized,
     warptile::Warptile => Warptile,
+    pipelined::Pipelined => Pipelined,
     register::Register => Register,
     broadcast::Broadcast => Broadcast,
     tensorcore::Tensorcore => Tensorcore,
