@@ -494,6 +494,8 @@ fn stage_tile<F: Float>(
 /// where they are not aligned), C stored in vectors of `NC` = `width_c` (4, or 1).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
+// `%` is what the kernel language has.
+#[allow(clippy::manual_is_multiple_of)]
 pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
     a: &Array<F>,
     b: &Array<F>,
