@@ -386,9 +386,11 @@ fn multiply<F: Float>(
     }
 }
 
-/// One K tile's FMAs from the stages at `base_a` and `base_b`, four K at a time, unrolled:
-/// Debian 12's lavapipe stops a unit after 65535 loop trips in all, inner loops included, so
-/// the K loop's trip is the only one per tile (the host splits K to bound those).
+/// One K tile's FMAs from the stages at `base_a` and `base_b`, four K at a time: unrolled
+/// where the copies are asynchronous (CUDA, where ptxas schedules the whole tile), a loop of
+/// BK / 4 trips elsewhere. Lavapipe's LLVM takes minutes over the unrolled tile (8 × 256
+/// FMAs per stage), and Debian 12's counts these trips against its cap of 65535 per unit:
+/// the host bounds them by splitting K (k_per_trip = 4, see `shape`).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn compute_tile<F: Float>(
@@ -400,8 +402,9 @@ fn compute_tile<F: Float>(
     acc: &mut Array<F>,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
+    #[comptime] rolled: bool,
 ) {
-    #[unroll]
+    #[unroll(!rolled)]
     for kc in 0..comptime!(config.bk / VECTOR) {
         multiply_four::<F>(
             shared_a, shared_b, base_a, base_b, at_, kc, acc, config, layouts,
@@ -624,8 +627,8 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
 /// compile time. The first STAGES − 1 tiles are staged first; then, per tile, the cube waits
 /// for its copies, passes one barrier (everyone is done with the previous tile, whose stage
 /// is refilled next), stages the tile STAGES − 1 ahead and computes. Every unit runs every trip
-/// (the barriers need them all); at most LOOP_TRIP_LIMIT of them (k_per_trip = BK): the host
-/// splits K.
+/// (the barriers need them all); at most LOOP_TRIP_LIMIT of them over this loop and
+/// `compute_tile`'s (k_per_trip = 4): the host splits K.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn k_loop<F: Float>(
@@ -703,6 +706,7 @@ fn k_loop<F: Float>(
                     acc,
                     config,
                     layouts,
+                    comptime!(!asynchronous),
                 );
             }
         }
@@ -834,13 +838,15 @@ impl Rung for Pipelined {
     }
 
     fn shape(c: &PipelinedConfig, problem: &Problem) -> LaunchShape {
-        // The barriers and the arrays' 128-byte alignment take 128 bytes more.
+        // The barriers and the arrays' 128-byte alignment take 128 bytes more. Where
+        // `compute_tile` is a loop, a tile of BK is BK / 4 + 1 trips at most (with the K
+        // loop's), so a slab of LOOP_TRIP_LIMIT · 4 elements of K stays under 65535 trips.
         super::block_tiled_shape(
             problem,
             [c.bn, c.bm],
             [c.units(), 1],
             c.shared_bytes() + 128,
-            c.bk,
+            VECTOR,
         )
     }
 
