@@ -446,7 +446,7 @@ fn stage_tile<F: Float>(
     // Every loop unrolled but where the edges' copies run on CUDA (see `compute_tile`).
     let sync = comptime!(!asynchronous);
     if fast {
-        // (Only where both operands are aligned: `fast` is false otherwise.)
+        // (Only where both operands are copied in chunks: `fast` is false otherwise.)
         if comptime!(width_a > 1 && width_b > 1) {
             copy_tile::<F>(a, plan_a, shared_a, t, comptime!(stage * stage_a), tile_a, units, sync, false);
             copy_tile::<F>(b, plan_b, shared_b, t, comptime!(stage * stage_b), tile_b, units, sync, false);
@@ -623,12 +623,9 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
     }
 }
 
-/// The K loop: tiles in groups of STAGES, so that each tile's stage (and barrier) is known at
-/// compile time. The first STAGES − 1 tiles are staged first; then, per tile, the cube waits
-/// for its copies, passes one barrier (everyone is done with the previous tile, whose stage
-/// is refilled next), stages the tile STAGES − 1 ahead and computes. Every unit runs every trip
-/// (the barriers need them all); at most LOOP_TRIP_LIMIT of them over this loop and
-/// `compute_tile`'s (k_per_trip = 4): the host splits K.
+/// The K loop, over the pipeline where copies are asynchronous ([`pipeline`]), else over one
+/// stage. Every unit runs every trip (the barriers need them all); at most LOOP_TRIP_LIMIT of
+/// them over this loop and `compute_tile`'s (k_per_trip = 4): the host splits K.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn k_loop<F: Float>(
@@ -654,10 +651,61 @@ fn k_loop<F: Float>(
     #[comptime] width_b: u32,
     #[comptime] asynchronous: bool,
 ) {
-    let (bk, stages) = comptime!((config.bk, config.stages));
+    let bk = comptime!(config.bk);
+    let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
+    if comptime!(!asynchronous) {
+        // Synchronous copies overlap nothing: one stage, staged and then computed, between
+        // two barriers. Half the code of the pipeline's (lavapipe's JIT pays for code).
+        for t in 0..tiles {
+            stage_tile::<F>(
+                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0, t, fast,
+                0u32, config, layouts, width_a, width_b, asynchronous,
+            );
+            sync_cube();
+            compute_tile::<F>(shared_a, shared_b, 0u32, 0u32, frags, acc, config, layouts, true);
+            sync_cube();
+        }
+    } else {
+        pipeline::<F>(
+            a, b, va, vb, dims, shared_a, shared_b, full, plan_a, plan_b, frags, acc, batch,
+            row0, col0, tiles, fast, config, layouts, width_a, width_b,
+        );
+    }
+}
+
+/// [`k_loop`] with asynchronous copies: tiles in groups of STAGES, so that each tile's stage
+/// (and barrier) is known at compile time. The first STAGES − 1 tiles are staged first; then,
+/// per tile, the cube waits for its copies, passes one barrier (everyone is done with the
+/// previous tile, whose stage is refilled next), stages the tile STAGES − 1 ahead and computes.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn pipeline<F: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    va: &View,
+    vb: &View,
+    dims: &Dims,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    full: &Sequence<Shared<Barrier>>,
+    plan_a: &CopyPlan,
+    plan_b: &CopyPlan,
+    frags: &Fragments,
+    acc: &mut Array<F>,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    tiles: u32,
+    fast: bool,
+    #[comptime] config: PipelinedConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] width_a: u32,
+    #[comptime] width_b: u32,
+) {
+    let asynchronous = comptime!(true);
+    let stages = comptime!(config.stages);
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
     let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
-    let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     #[unroll]
     for s in 0..comptime!(stages - 1) {
         if s < tiles {
@@ -862,14 +910,26 @@ impl Rung for Pipelined {
             args,
         } = launch;
         debug_assert!(!packed_bf16, "the pipelined rung computes f32 alone");
-        let (width_a, width_b) = (copy_width(&args.views[0], 4), copy_width(&args.views[1], 4));
+        let asynchronous = client.properties().features.copy_async;
+        // cp.async needs 16-byte aligned chunks; synchronous copies move a chunk element by
+        // element and need only its elements consecutive (an operand that is not strided).
+        // Fewer variants there: lavapipe's JIT takes seconds over each.
+        let width = |d: &crate::problem::MatrixDesc| {
+            if asynchronous {
+                copy_width(d, 4)
+            } else if d.layout() == crate::problem::Layout::Strided {
+                1
+            } else {
+                VECTOR
+            }
+        };
+        let (width_a, width_b) = (width(&args.views[0]), width(&args.views[1]));
         // A unit's columns are 4-vectors unless B is stored with K contiguous.
         let width_c = if args.layouts().b_by_cols {
             1
         } else {
             store_width(&args.views[2], VECTOR)
         };
-        let asynchronous = client.properties().features.copy_async;
         // SAFETY: (the caller's contract) the buffers hold the views' spans (f32: I = A = f32,
         // `computes`), the grid covers C once, every copy and store is guarded by the operands'
         // edges and the slab's end, 16-byte copies and 4-vectors of C are aligned
