@@ -97,7 +97,12 @@ fn device_properties(target: Target) -> DeviceProperties {
         num_cpu_cores: None,
         num_tensor_cores: None,
         min_tensor_cores_dim: None,
-        max_vector_size: 4,
+        // As the runtimes say: CUDA and HIP have no limit of their own, wgpu 4.
+        max_vector_size: if target == Target::Wgsl {
+            4
+        } else {
+            usize::MAX
+        },
     };
     let memory = MemoryDeviceProperties {
         max_page_size: 1 << 30,

@@ -50,6 +50,20 @@ fn problems() -> Vec<(String, Problem)> {
             };
             out.push((format!("{m}×{k}×{n} {precision}"), shape.problem().unwrap()));
         }
+        if output == DType::F32 {
+            // Operands read in vectors (offsets, strides and the contiguous extent multiples
+            // of 8), with edges in M and N: both row-major, then both column-major.
+            for (m, k, n, trans) in [(40, 48, 24, false), (24, 48, 40, true)] {
+                let shape = Shape {
+                    precision,
+                    trans_a: trans,
+                    trans_b: trans,
+                    ..Shape::new(m, k, n)
+                };
+                let name = format!("{m}×{k}×{n} in vectors, transposed {trans}, {precision}");
+                out.push((name, shape.problem().unwrap()));
+            }
+        }
         let base = Shape {
             precision,
             ..Shape::new(37, 29, 23)

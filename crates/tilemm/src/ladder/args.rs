@@ -283,6 +283,46 @@ impl Args {
             .unwrap_or(1) as u32
     }
 
+    /// The widest power of two up to `widest` elements that operand `which` (0: A, 1: B) can be
+    /// read in as vectors along the axis it is contiguous on (a row-major operand along its
+    /// rows, a column-major one down its columns): offset, the other strides and the extent
+    /// along that axis (K's within this slab) all multiples of it, so that every vector lies
+    /// wholly inside the operand or wholly outside, and a tile starting at a multiple of it
+    /// along that axis reads whole vectors. 1 for a strided operand or packed bf16.
+    pub(crate) fn staging_line(&self, which: usize, widest: u32, packed_bf16: bool) -> u32 {
+        let d = &self.views[which];
+        let by_cols = match d.layout() {
+            crate::problem::Layout::RowMajor => false,
+            crate::problem::Layout::ColMajor => true,
+            crate::problem::Layout::Strided => return 1,
+        };
+        if packed_bf16 {
+            return 1;
+        }
+        // A's rows run along K, B's along N; their columns along M and K.
+        let (begin, end) = match (which, by_cols) {
+            (0, false) | (1, true) => self.k_range,
+            (0, true) => (0, self.m),
+            _ => (0, self.n),
+        };
+        let other = if by_cols { d.col_stride } else { d.row_stride };
+        let mut line = if widest > 1 { 1 << widest.ilog2() } else { 1 };
+        while line > 1
+            && ![
+                d.offset,
+                other,
+                d.batch_stride,
+                begin as usize,
+                end as usize,
+            ]
+            .iter()
+            .all(|x| x.is_multiple_of(line as usize))
+        {
+            line /= 2;
+        }
+        line
+    }
+
     /// The view of operand `which` (0: A, 1: B, 2: C), as the kernel takes it.
     pub(crate) fn view<R: Runtime>(&self, which: usize) -> ViewLaunch<R> {
         let d = &self.views[which];
@@ -330,5 +370,52 @@ pub(crate) fn dims_compilation() -> DimsCompilationArg {
         k_begin: (),
         k_end: (),
         batch_begin: (),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::{MatrixDesc, Shape};
+
+    #[test]
+    fn staging_lines_keep_every_vector_inside_or_outside_the_operand() {
+        let p = Shape::new(64, 48, 40).problem().unwrap();
+        let args = Args::new(&p);
+        // Row-major A along K (48), B along N (40); 8 is the widest asked.
+        assert_eq!(args.staging_line(0, 8, false), 8);
+        assert_eq!(args.staging_line(1, 8, false), 8);
+        assert_eq!(
+            args.staging_line(1, 16, false),
+            8,
+            "40 is not a multiple of 16"
+        );
+        assert_eq!(
+            args.staging_line(0, 6, false),
+            4,
+            "a power of two at most 6"
+        );
+        assert_eq!(args.staging_line(0, 8, true), 1, "packed bf16");
+        // A column-major runs along M (64); a padded stride of 66 allows 2.
+        let mut a = MatrixDesc::row_major(48, 64);
+        std::mem::swap(&mut a.rows, &mut a.cols);
+        std::mem::swap(&mut a.row_stride, &mut a.col_stride);
+        let mut args = Args::new(&p);
+        args.views[0] = a;
+        assert_eq!(args.staging_line(0, 8, false), 8);
+        args.views[0].col_stride = 66;
+        assert_eq!(args.staging_line(0, 8, false), 2);
+        // An offset of 4, a slab of K from 20, a K of 45.
+        let mut args = Args::new(&p);
+        args.views[0].offset = 4;
+        assert_eq!(args.staging_line(0, 8, false), 4);
+        args.views[0].offset = 0;
+        args.k_range = (20, 48);
+        assert_eq!(args.staging_line(0, 8, false), 4);
+        args.k_range = (0, 45);
+        assert_eq!(args.staging_line(0, 8, false), 1);
+        // Strided: no axis to run along.
+        args.views[1].col_stride = 2;
+        assert_eq!(args.staging_line(1, 8, false), 1);
     }
 }

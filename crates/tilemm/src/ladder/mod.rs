@@ -166,6 +166,16 @@ pub struct Expand<'a> {
 }
 
 impl Expand<'_> {
+    /// The target's widest vector, in elements, as the device properties the kernel is built
+    /// with say (none: the builder has no properties).
+    pub fn max_vector_size(&self) -> Option<usize> {
+        self.builder
+            .scope
+            .properties
+            .as_ref()
+            .map(|p| p.hardware.max_vector_size)
+    }
+
     /// Whether the target has asynchronous copies from global to shared memory (`cp.async`),
     /// as the device properties the kernel is built with say.
     pub fn copy_async(&self) -> bool {

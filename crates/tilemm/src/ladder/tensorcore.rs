@@ -5,23 +5,23 @@
 //!
 //! A cube of WM×WN planes stages its BM×BK tile of A and BK×BN tile of B (BM = WM·TM·M,
 //! BN = WN·TN·N, BK = K) in shared memory, each as it lies in memory (a row-major operand by
-//! rows, a column-major one by columns: consecutive units load and store consecutive elements,
-//! and fragments load in the matching layout, never transposed on the way), with stored lines
-//! an odd number of 16-byte chunks apart ([`PAD`]) so that the 8 lines a fragment load reads at
-//! once fall in distinct banks; zero-padded past every edge, so that the fragments load whole; each plane
-//! accumulates its
-//! TM×TN fragments of C (the warp tile: per step of K it loads TM fragments of A and TN of B for
-//! TM·TN products, where one fragment loads two for one), stores them to shared memory, and all
-//! units write C with the α/β epilogue, guarded by C's edges. So any
-//! M, K, N, stride and batch runs, and the fragment shapes are the device's own: a configuration
-//! runs only where the device registers its (A, B, C) types and shape, and a device with none
-//! (or another plane width) is refused before launch ([`Rung::supports`]).
+//! rows, a column-major one by columns, never transposed on the way), read from global memory
+//! in vectors of up to 16 bytes along that axis (`Args::staging_line`), with stored lines an
+//! odd number of 16-byte chunks apart ([`PAD`]) so that the 8 lines a fragment load reads at
+//! once fall in distinct banks, and zeros past every edge, so that the fragments load whole.
+//! Each plane accumulates its TM×TN fragments of C (the warp tile: per step of K it loads TM
+//! fragments of A and TN of B for TM·TN products). The epilogue takes a plane's fragments one
+//! at a time through a tile of one fragment in shared memory, where its units apply α and β
+//! and write C guarded by its edges: no tile of the whole block's C. So any M, K, N, stride
+//! and batch runs, and the fragment shapes are the device's own: a configuration runs only
+//! where the device registers its (A, B, C) types and shape, and a device with none (or
+//! another plane width) is refused before launch ([`Rung::supports`]).
 
 use cubecl::cmma::{self, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store, Dims, Layouts, View};
+use super::args::{at, fetch, store, Dims, Layouts, View};
 use super::stage::Tiles;
 use super::{LaunchShape, Rung};
 use crate::device::DeviceInfo;
@@ -30,12 +30,13 @@ use crate::problem::{DType, Layout, Precision, Problem};
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, fragments of type `F`. Cube (X, Y)
 /// computes the BM×BN block at (Y·BM, X·BN); plane p (`UNIT_POS_Y`) the TM×TN fragments from
-/// row `(p / WN)·TM·M` and column `(p % WN)·TN·N` of it.
+/// row `(p / WN)·TM·M` and column `(p % WN)·TN·N` of it. A and B are read as vectors of
+/// `line_a` and `line_b` elements (`NA`, `NB`) along the axis each is contiguous on.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
-    a: &Array<I>,
-    b: &Array<I>,
+pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float, NA: Size, NB: Size>(
+    a: &Array<Vector<I, NA>>,
+    b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
     va: View,
     vb: View,
@@ -46,6 +47,8 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     #[comptime] packed_bf16: bool,
     #[comptime] config: TensorcoreConfig,
     #[comptime] layouts: Layouts,
+    #[comptime] line_a: u32,
+    #[comptime] line_b: u32,
 ) {
     let (fm, fn_, fk) = comptime!((config.m, config.n, config.k));
     let (bm, bn) = comptime!((config.bm(), config.bn()));
@@ -56,7 +59,10 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     // for WMMA's shapes (`FRAGMENTS`).
     let mut tile_a = SharedMemory::<F>::new_aligned(comptime!(sa.elements() as usize), 32usize);
     let mut tile_b = SharedMemory::<F>::new_aligned(comptime!(sb.elements() as usize), 32usize);
-    let mut tile_c = SharedMemory::<A>::new_aligned(comptime!((bm * bn) as usize), 32usize);
+    // One fragment of C per plane: the epilogue's way from the fragments to C (below).
+    let planes = comptime!(config.wm * config.wn);
+    let mut tile_c =
+        SharedMemory::<A>::new_aligned(comptime!((planes * fm * fn_) as usize), 32usize);
     let row0 = CUBE_POS_Y * bm;
     let col0 = CUBE_POS_X * bn;
     let batch = CUBE_POS_Z + dims.batch_begin;
@@ -85,11 +91,13 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
     let tiles = (dims.k_end - dims.k_begin).div_ceil(fk);
     for t in 0..tiles {
         let k0 = dims.k_begin + t * fk;
-        stage_as_stored::<I, F>(
-            a, &va, &mut tile_a, batch, row0, k0, dims.m, dims.k_end, sa, units, packed_bf16,
+        stage_as_stored::<I, F, NA>(
+            a, &va, &mut tile_a, batch, row0, k0, dims.m, dims.k_end, sa, units, line_a,
+            packed_bf16,
         );
-        stage_as_stored::<I, F>(
-            b, &vb, &mut tile_b, batch, k0, col0, dims.k_end, dims.n, sb, units, packed_bf16,
+        stage_as_stored::<I, F, NB>(
+            b, &vb, &mut tile_b, batch, k0, col0, dims.k_end, dims.n, sb, units, line_b,
+            packed_bf16,
         );
         sync_cube();
         let mut frags_a = Sequence::<cmma::Matrix<F>>::new();
@@ -132,34 +140,42 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float>(
         sync_cube();
     }
 
+    // The epilogue, a fragment at a time: each plane stores its fragment to its own M×N tile
+    // of shared memory, and its units write α·acc + β·C from there, guarded by C's edges (a
+    // fragment holds its elements in an order only the device knows). The block's f32 tile of
+    // C is never needed: shared memory holds one fragment per plane.
+    let (plane, lanes) = comptime!((config.plane, fm * fn_));
+    let scratch = UNIT_POS_Y * lanes;
     #[unroll]
     for i in 0..tm {
         #[unroll]
         for j in 0..tn {
-            let c_start = (a_start + comptime!(i as u32 * fm)) * bn
-                + b_start
-                + comptime!(j as u32 * fn_);
             cmma::store(
-                &mut tile_c.slice_mut(c_start as usize, comptime!((bm * bn) as usize)),
+                &mut tile_c.slice_mut(scratch as usize, (scratch + lanes) as usize),
                 acc.index(comptime!(i * tn + j)),
-                bn,
+                fn_,
                 MatrixLayout::RowMajor,
             );
-        }
-    }
-    sync_cube();
-    #[unroll]
-    for i in 0..comptime!(bm * bn / units) {
-        let e = i * units + UNIT_POS;
-        let (r, col) = (e / bn, e % bn);
-        if row0 + r < dims.m && col0 + col < dims.n {
-            store::<A, O>(
-                c,
-                at(&vc, batch, row0 + r, col0 + col),
-                tile_c[e as usize],
-                alpha,
-                beta,
-            );
+            // (A cube barrier: SPIR-V's subgroup barrier orders no memory.)
+            sync_cube();
+            let r0 = row0 + a_start + comptime!(i as u32 * fm);
+            let c0 = col0 + b_start + comptime!(j as u32 * fn_);
+            #[unroll]
+            for e in 0..comptime!(lanes / plane) {
+                let x = e * plane + UNIT_POS_X;
+                let (r, col) = (x / fn_, x % fn_);
+                if r0 + r < dims.m && c0 + col < dims.n {
+                    store::<A, O>(
+                        c,
+                        at(&vc, batch, r0 + r, c0 + col),
+                        tile_c[(scratch + x) as usize],
+                        alpha,
+                        beta,
+                    );
+                }
+            }
+            // The plane's tile is rewritten with its next fragment.
+            sync_cube();
         }
     }
 }
@@ -234,14 +250,15 @@ impl Staged {
     }
 }
 
-/// Stages an operand's tile at (`row0`, `col0`) as [`Staged`] lays it out: consecutive units
-/// take consecutive elements of a stored line (the operand's contiguous axis, so that loads
-/// coalesce and stores fall in consecutive banks); elements past `rows_end` or `cols_end` are
+/// Stages an operand's tile at (`row0`, `col0`) as [`Staged`] lays it out, in vectors of
+/// `line` elements along a stored line (the operand's contiguous axis, so that loads coalesce
+/// and stores fall in consecutive banks): consecutive units take consecutive vectors. A vector
+/// lies wholly inside the operand or wholly outside (`Args::staging_line`); outside, it is
 /// zeros.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_as_stored<I: Scalar, F: Float>(
-    src: &Array<I>,
+fn stage_as_stored<I: Scalar, F: Float, N: Size>(
+    src: &Array<Vector<I, N>>,
     view: &View,
     tile: &mut SharedMemory<F>,
     batch: u32,
@@ -251,27 +268,46 @@ fn stage_as_stored<I: Scalar, F: Float>(
     cols_end: u32,
     #[comptime] staged: Staged,
     #[comptime] units: u32,
+    #[comptime] line: u32,
     #[comptime] packed_bf16: bool,
 ) {
     let (rows, cols, stride) = comptime!((staged.rows, staged.cols, staged.stride));
+    let pieces = comptime!(rows * cols / line);
+    // A stored line's length is a multiple of 8, so of `line`; a tile of fewer vectors than
+    // units (lavapipe's 8×8 fragments) leaves the last units idle.
     #[unroll]
-    for i in 0..comptime!(rows * cols / units) {
-        let e = i * units + UNIT_POS;
-        let (r, c) = if comptime!(staged.by_cols) {
-            (e % rows, e / rows)
-        } else {
-            (e / cols, e % cols)
-        };
-        let mut value = F::new(0.0);
-        if row0 + r < rows_end && col0 + c < cols_end {
-            value = load::<I, F>(src, at(view, batch, row0 + r, col0 + c), packed_bf16);
+    for i in 0..comptime!(pieces.div_ceil(units)) {
+        let piece = i * units + UNIT_POS;
+        if comptime!(pieces % units == 0) || piece < pieces {
+            let e = piece * line;
+            let (r, c) = if comptime!(staged.by_cols) {
+                (e % rows, e / rows)
+            } else {
+                (e / cols, e % cols)
+            };
+            let offset = if comptime!(staged.by_cols) {
+                c * stride + r
+            } else {
+                r * stride + c
+            };
+            let inside = row0 + r < rows_end && col0 + c < cols_end;
+            if comptime!(line == 1) {
+                let mut value = F::new(0.0);
+                if inside {
+                    value = fetch::<I, F, N>(src, at(view, batch, row0 + r, col0 + c), 1u32, packed_bf16);
+                }
+                tile[offset as usize] = value;
+            } else {
+                let mut v = Vector::<I, N>::empty();
+                if inside {
+                    v = src[at(view, batch, row0 + r, col0 + c) / comptime!(line as usize)];
+                }
+                #[unroll]
+                for x in 0..line {
+                    tile[(offset + x) as usize] = select(inside, F::cast_from(v[x as usize]), F::new(0.0));
+                }
+            }
         }
-        let offset = if comptime!(staged.by_cols) {
-            c * stride + r
-        } else {
-            r * stride + c
-        };
-        tile[offset as usize] = value;
     }
 }
 
@@ -336,12 +372,14 @@ impl TensorcoreConfig {
         )
     }
 
-    /// Whether every unit stages and writes the same number of elements.
+    /// Whether every unit stages the same number of elements, and writes the same number of
+    /// each fragment of C.
     fn divides(&self) -> bool {
         let units = self.units();
-        [self.bm() * self.k, self.k * self.bn(), self.bm() * self.bn()]
+        [self.bm() * self.k, self.k * self.bn()]
             .iter()
             .all(|e| e.is_multiple_of(units))
+            && (self.m * self.n).is_multiple_of(self.plane)
     }
 }
 
@@ -380,6 +418,18 @@ impl Rung for Tensorcore {
                         })
                     })
             })
+            // And 4×4 fragments per plane in 2×2 planes: 128×128 blocks of 64×64 warp tiles
+            // from 16×16 fragments, the tile the fastest tensor-core kernels use.
+            .chain(FRAGMENTS.iter().map(|&(m, n, k, plane)| TensorcoreConfig {
+                m,
+                n,
+                k,
+                wm: 2,
+                wn: 2,
+                tm: 4,
+                tn: 4,
+                plane,
+            }))
             .filter(|c| c.divides() && c.units() <= 1024)
             .collect()
     }
@@ -458,7 +508,9 @@ impl Rung for Tensorcore {
         });
         let staged =
             (sa.elements() + sb.elements()) as usize * problem.precision.input.size_bytes();
-        let result = (c.bm() * c.bn()) as usize * problem.precision.accumulate.size_bytes();
+        // One fragment of C per plane (the epilogue's).
+        let result =
+            (c.wm * c.wn * c.m * c.n) as usize * problem.precision.accumulate.size_bytes();
         super::block_tiled_shape(
             problem,
             [c.bn(), c.bm()],
@@ -481,16 +533,22 @@ impl Rung for Tensorcore {
         } = launch;
         let layouts = args.layouts();
         let dim = CubeDim::new_2d(config.plane, config.wm * config.wn);
+        let widest = staging_width::<I>(client.properties().hardware.max_vector_size);
+        let line_a = args.staging_line(0, widest, packed_bf16);
+        let line_b = args.staging_line(1, widest, packed_bf16);
         macro_rules! go {
             ($f:ty) => {
                 // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
-                // covers C once, staging is guarded by C's edges and the slab's end, and the
-                // device registers this fragment shape and plane width (`supports`).
+                // covers C once, staging is guarded by C's edges and the slab's end, vectors
+                // lie wholly inside an operand or outside (`staging_line`), and the device
+                // registers this fragment shape and plane width (`supports`).
                 unsafe {
                     tensorcore_matmul::launch_unchecked::<I, A, O, $f, R>(
                         client,
                         count,
                         dim,
+                        line_a as usize,
+                        line_b as usize,
                         a,
                         b,
                         c,
@@ -503,6 +561,8 @@ impl Rung for Tensorcore {
                         packed_bf16,
                         *config,
                         layouts,
+                        line_a,
+                        line_b,
                     )
                 }
             };
@@ -522,12 +582,24 @@ impl Rung for Tensorcore {
         packed_bf16: bool,
     ) -> CubeDim {
         let layouts = kernel.layouts;
-        let t = kernel.typed::<I, A, O>();
+        // The interior case: both operands row-major and aligned, read in the target's widest
+        // vectors (CUDA's and HIP's 16 bytes).
+        let line = if packed_bf16 {
+            1
+        } else {
+            staging_width::<I>(kernel.max_vector_size().unwrap_or(kernel.line as usize))
+        };
+        let mut kernel = kernel;
+        kernel.register_size::<tensorcore_matmul::NA>(line as usize);
+        kernel.register_size::<tensorcore_matmul::NB>(line as usize);
+        let t = kernel.typed_with::<Vector<I, tensorcore_matmul::NA>, Vector<I, tensorcore_matmul::NB>, A, O>();
         let [va, vb, vc] = t.views;
         macro_rules! go {
             ($f:ty) => {
-                tensorcore_matmul::expand::<I, A, O, $f>(
+                tensorcore_matmul::expand::<I, A, O, $f, tensorcore_matmul::NA, tensorcore_matmul::NB>(
                     t.scope,
+                    line as usize,
+                    line as usize,
                     t.a,
                     t.b,
                     t.c,
@@ -540,6 +612,8 @@ impl Rung for Tensorcore {
                     packed_bf16,
                     *config,
                     layouts,
+                    line,
+                    line,
                 )
             };
         }
@@ -550,6 +624,13 @@ impl Rung for Tensorcore {
         }
         CubeDim::new_2d(config.plane, config.wm * config.wn)
     }
+}
+
+/// Elements of `I` in the widest vector staging reads: 16 bytes (8 elements of 16 bits), or
+/// the target's widest vector where that is shorter (wgpu's 4).
+fn staging_width<I: Scalar>(max_vector_size: usize) -> u32 {
+    let per_16_bytes = 16 / std::mem::size_of::<I>().max(1);
+    per_16_bytes.min(max_vector_size).max(1) as u32
 }
 
 fn is_bf16<I: 'static>() -> bool {
