@@ -324,6 +324,13 @@ pub struct Toolchain {
 /// Checks that the tools for every architecture in `archs` are there, so that a missing tool is
 /// reported once, up front, rather than as a failure of every kernel.
 pub fn preflight(archs: &[Arch], tools: &Toolchain) -> Result<()> {
+    // The listings' folder is made here, once, rather than failing every row.
+    if let Some(dir) = &tools.sass_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Toolchain {
+            tool: "--sass".into(),
+            reason: format!("cannot create {}: {e}", dir.display()),
+        })?;
+    }
     if archs.iter().any(|a| a.vendor == Vendor::Nvidia) {
         #[cfg(feature = "cuda")]
         nvidia::preflight(tools)?;

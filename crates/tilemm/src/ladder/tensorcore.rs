@@ -473,6 +473,13 @@ impl Rung for Tensorcore {
         matches!(precision.input, DType::F16 | DType::BF16) && precision.accumulate == DType::F32
     }
 
+    /// 4×4 fragments of 16×16 f32 accumulators take 128 VGPRs per lane on RDNA 3 (8 each)
+    /// before A's and B's: gfx1100 spills them (650 spills in the compile check), where
+    /// NVIDIA keeps them in 194 registers.
+    fn may_spill_on_amd(config: &TensorcoreConfig, _precision: Precision) -> bool {
+        config.tm * config.tn >= 16
+    }
+
     fn plane_width(config: &TensorcoreConfig) -> Option<u32> {
         Some(config.plane)
     }
