@@ -258,29 +258,10 @@ impl Args {
     /// offsets, strides and the extent along that axis all multiples of it, so that no vector
     /// straddles a row or the buffer's end. 1 for packed bf16.
     pub(crate) fn line(&self, which: usize, packed_bf16: bool) -> u32 {
-        let d = &self.views[which];
-        // A vector runs along K for A (whose slabs begin at multiples of 4) and along N for B.
-        let extent = if which == 0 {
-            self.k_range.1 as usize
-        } else {
-            self.n as usize
-        };
-        let begin = if which == 0 {
-            self.k_range.0 as usize
-        } else {
-            0
-        };
-        if packed_bf16 || d.col_stride != 1 {
+        if self.views[which].col_stride != 1 {
             return 1;
         }
-        [4, 2]
-            .into_iter()
-            .find(|&l| {
-                [d.offset, d.row_stride, d.batch_stride, extent, begin]
-                    .iter()
-                    .all(|x| x.is_multiple_of(l))
-            })
-            .unwrap_or(1) as u32
+        self.staging_line(which, 4, packed_bf16)
     }
 
     /// The widest power of two up to `widest` elements that operand `which` (0: A, 1: B) can be

@@ -623,7 +623,7 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
     }
 }
 
-/// The K loop, over the pipeline where copies are asynchronous ([`pipeline`]), else over one
+/// The K loop, over a pipeline of STAGES tiles where copies are asynchronous, else over one
 /// stage. Every unit runs every trip (the barriers need them all); at most LOOP_TRIP_LIMIT of
 /// them over this loop and `compute_tile`'s (k_per_trip = 4): the host splits K.
 #[cube]
@@ -666,96 +666,59 @@ fn k_loop<F: Float>(
             sync_cube();
         }
     } else {
-        pipeline::<F>(
-            a, b, va, vb, dims, shared_a, shared_b, full, plan_a, plan_b, frags, acc, batch,
-            row0, col0, tiles, fast, config, layouts, width_a, width_b,
-        );
-    }
-}
-
-/// [`k_loop`] with asynchronous copies: tiles in groups of STAGES, so that each tile's stage
-/// (and barrier) is known at compile time. The first STAGES − 1 tiles are staged first; then,
-/// per tile, the cube waits for its copies, passes one barrier (everyone is done with the
-/// previous tile, whose stage is refilled next), stages the tile STAGES − 1 ahead and computes.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn pipeline<F: Float>(
-    a: &Array<F>,
-    b: &Array<F>,
-    va: &View,
-    vb: &View,
-    dims: &Dims,
-    shared_a: &mut SharedMemory<F>,
-    shared_b: &mut SharedMemory<F>,
-    full: &Sequence<Shared<Barrier>>,
-    plan_a: &CopyPlan,
-    plan_b: &CopyPlan,
-    frags: &Fragments,
-    acc: &mut Array<F>,
-    batch: u32,
-    row0: u32,
-    col0: u32,
-    tiles: u32,
-    fast: bool,
-    #[comptime] config: PipelinedConfig,
-    #[comptime] layouts: Layouts,
-    #[comptime] width_a: u32,
-    #[comptime] width_b: u32,
-) {
-    let asynchronous = comptime!(true);
-    let stages = comptime!(config.stages);
-    let (tile_a, tile_b) = comptime!(config.tiles(layouts));
-    let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
-    #[unroll]
-    for s in 0..comptime!(stages - 1) {
-        if s < tiles {
-            stage_tile::<F>(
-                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0, s, fast,
-                s, config, layouts, width_a, width_b, asynchronous,
-            );
-            if comptime!(asynchronous) {
+        // The pipeline: tiles in groups of STAGES, so that each tile's stage (and barrier) is
+        // known at compile time. The first STAGES − 1 tiles are staged first; then, per tile,
+        // the cube waits for its copies, passes one barrier (everyone is done with the
+        // previous tile, whose stage is refilled next), stages the tile STAGES − 1 ahead and
+        // computes.
+        let stages = comptime!(config.stages);
+        let (tile_a, tile_b) = comptime!(config.tiles(layouts));
+        let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
+        #[unroll]
+        for s in 0..comptime!(stages - 1) {
+            if s < tiles {
+                stage_tile::<F>(
+                    a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0, s, fast,
+                    s, config, layouts, width_a, width_b, asynchronous,
+                );
                 let bar = full.index(comptime!(s as usize));
                 bar.commit_copy_async();
                 bar.arrive();
             }
         }
-    }
-    let groups = tiles.div_ceil(stages);
-    for group in 0..groups {
-        let parity = group % 2;
-        #[unroll]
-        for s in 0..stages {
-            let t = group * stages + s;
-            if t < tiles {
-                if comptime!(asynchronous) {
+        let groups = tiles.div_ceil(stages);
+        for group in 0..groups {
+            let parity = group % 2;
+            #[unroll]
+            for s in 0..stages {
+                let t = group * stages + s;
+                if t < tiles {
                     full.index(comptime!(s as usize)).wait_parity(parity);
-                }
-                sync_cube();
-                let next = t + stages - 1;
-                if next < tiles {
-                    let refill = comptime!((s + stages - 1) % stages);
-                    stage_tile::<F>(
-                        a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0,
-                        col0, next, fast, refill, config, layouts, width_a, width_b,
-                        asynchronous,
-                    );
-                    if comptime!(asynchronous) {
+                    sync_cube();
+                    let next = t + stages - 1;
+                    if next < tiles {
+                        let refill = comptime!((s + stages - 1) % stages);
+                        stage_tile::<F>(
+                            a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0,
+                            col0, next, fast, refill, config, layouts, width_a, width_b,
+                            asynchronous,
+                        );
                         let bar = full.index(comptime!(refill as usize));
                         bar.commit_copy_async();
                         bar.arrive();
                     }
+                    compute_tile::<F>(
+                        shared_a,
+                        shared_b,
+                        comptime!(s * stage_a),
+                        comptime!(s * stage_b),
+                        frags,
+                        acc,
+                        config,
+                        layouts,
+                        false,
+                    );
                 }
-                compute_tile::<F>(
-                    shared_a,
-                    shared_b,
-                    comptime!(s * stage_a),
-                    comptime!(s * stage_b),
-                    frags,
-                    acc,
-                    config,
-                    layouts,
-                    comptime!(!asynchronous),
-                );
             }
         }
     }
