@@ -276,8 +276,9 @@ struct CompileCheckArgs {
     /// The clang that compiles AMD code (default: clang-15, then clang).
     #[arg(long, value_name = "PATH")]
     clang: Option<PathBuf>,
-    /// Also write each NVIDIA kernel's SASS (nvdisasm's listing) to DIR, one file per kernel,
-    /// architecture and precision: the machine code the table's loop columns are read from.
+    /// Also write each kernel's machine code to DIR, one file per kernel, architecture and
+    /// precision: NVIDIA SASS (nvdisasm's listing, `.sass`) and AMD assembly (clang's, `.s`),
+    /// what the table's loop columns are read from.
     #[arg(long, value_name = "DIR")]
     sass: Option<PathBuf>,
     /// Print the results as JSON.
@@ -997,13 +998,18 @@ fn fit_plane(plan: &Plan, width: u32) -> Option<Plan> {
 
 fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     let mut plans = plans(&args.kernels, &args.tpb)?;
-    // By default, every configuration of a rung whose main loop is held to criteria (the CUDA
-    // matrix-unit rung), each its own row: each must meet them.
+    // The rungs' default plans, which are fitted to each target's plane width (below).
+    let defaults = plans.len();
+    // By default, every configuration of a rung whose main loop is held to criteria (the
+    // matrix-unit rungs: mma on NVIDIA, tensorcore on AMD), each its own row: each must meet
+    // them.
     if args.kernels.is_empty() && args.tpb.is_empty() {
         let extra: Vec<Plan> = tilemm::Kernel::ALL
             .iter()
             .flat_map(|k| k.configs())
-            .filter(|c| c.matrix_loop_criteria().is_some())
+            .filter(|c| {
+                c.matrix_loop_criteria().is_some() || c.amd_matrix_loop_criteria().is_some()
+            })
             .map(Plan::new)
             .filter(|p| !plans.contains(p))
             .collect();
@@ -1023,18 +1029,20 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     // Whether a row was compiled through rocWMMA (said once, below the table).
     let mut via_rocwmma = false;
     let (dtypes, archs) = (&args.dtypes, &args.archs);
-    let every = plans.iter().flat_map(|plan| {
-        dtypes
-            .iter()
-            .flat_map(move |&dtype| archs.iter().map(move |arch| (plan, dtype, arch)))
+    let every = plans.iter().enumerate().flat_map(|(index, plan)| {
+        dtypes.iter().flat_map(move |&dtype| {
+            archs
+                .iter()
+                .map(move |arch| (index < defaults, plan, dtype, arch))
+        })
     });
     {
-        for (plan, dtype, arch) in every {
+        for (default, plan, dtype, arch) in every {
             let precision = Precision::of(dtype);
             // By default each rung is checked in its default configuration, or where that is
             // laid out for planes of another width than the target's, in its first one that
             // fits the target's.
-            let fitted = (args.kernels.is_empty() && args.tpb.is_empty())
+            let fitted = (default && args.kernels.is_empty() && args.tpb.is_empty())
                 .then(|| fit_plane(plan, arch.warp_size))
                 .flatten();
             let plan = fitted.as_ref().unwrap_or(plan);

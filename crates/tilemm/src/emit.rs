@@ -149,7 +149,12 @@ fn definition(
     let config = &plan.config;
     let b = &mut builder;
     let packed = target == Target::Wgsl;
-    let dim = crate::ladder::with_kernel_types!(precision, packed, config.expand(b));
+    let fragment_loads = match target {
+        Target::Hip => crate::ladder::FragmentLoads::AlongK,
+        Target::Cuda | Target::Wgsl => crate::ladder::FragmentLoads::EitherLayout,
+    };
+    let dim =
+        crate::ladder::with_kernel_types!(precision, packed, config.expand(b, fragment_loads));
     let output = crate::ladder::stored_output(precision, packed);
     let name = kernel_name(plan, precision.accumulate, output);
     let settings = KernelSettings::default()

@@ -234,4 +234,41 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
             assert!(check.pass, "{plan}, {name}, random: {check:?}");
         }
     }
+
+    // HIP's staging (A by rows, B by columns whatever their layouts: vectors stored across
+    // the tile), which only HIP takes by itself, on this device: exact on integers in every
+    // layout, with edges, in the first configuration (one plane) and the last (2×2 planes of
+    // 4×4 fragments).
+    tilemm::ladder::stage_along_k_everywhere(true);
+    for plan in [&runnable[0], &runnable[runnable.len() - 1]] {
+        for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
+            for (m, k, n) in [(40, 48, 24), (37, 29, 23)] {
+                let p = Shape {
+                    precision: f16_in(DType::F32),
+                    trans_a,
+                    trans_b,
+                    ..Shape::new(m, k, n)
+                }
+                .problem()
+                .unwrap();
+                let mut int = |len: usize| {
+                    HostData::from_f64(
+                        DType::F16,
+                        (0..len).map(|_| rng.random_range(-2i32..=2) as f64),
+                    )
+                };
+                let (a, b) = (int(p.a_len()), int(p.b_len()));
+                let name = format!("{m}×{k}×{n}, trans {trans_a}/{trans_b}, staged along K");
+                let run = gpu()
+                    .gemm(&p, plan, &a, &b, None)
+                    .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));
+                let check = Reference::new(&p, &a, &b, None)
+                    .unwrap()
+                    .check_passes(&run.c, run.schedule.passes)
+                    .unwrap();
+                assert!(check.pass && check.all_exact(), "{plan}, {name}: {check:?}");
+            }
+        }
+    }
+    tilemm::ladder::stage_along_k_everywhere(false);
 }

@@ -251,6 +251,16 @@ pub(super) fn check(
     let (occupancy, limit) = amd_occupancy(arch, threads, waves, static_lds + dynamic_lds);
     // The assembly, for the main loop's mix (a compiler that wrote none gives no figure).
     let assembly = std::fs::read_to_string(dir.path().join("kernel.s")).unwrap_or_default();
+    // With `--sass`, the assembly and the HIP source it came from, side by side.
+    if let Some(out) = tools.sass_dir.as_ref().filter(|_| !assembly.is_empty()) {
+        let name = format!("{}_{}_{}", plan, arch.name, precision.short_name());
+        let stem = out.join(name.replace([':', '='], "_"));
+        for (extension, text) in [("s", &assembly[..]), ("hip", source)] {
+            let path = stem.with_extension(extension);
+            std::fs::write(&path, text)
+                .map_err(|e| tool_error("clang", format!("writing {}: {e}", path.display())))?;
+        }
+    }
     Ok(ResourceUsage {
         plan: *plan,
         precision,

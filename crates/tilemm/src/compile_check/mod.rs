@@ -100,15 +100,57 @@ impl ResourceUsage {
     }
 
     /// The criteria of its plan's main loop ([`crate::ladder::Rung::matrix_loop_criteria`],
-    /// [`crate::ladder::Rung::min_fma_per_shared_load`]) that the NVIDIA machine code misses,
-    /// each as a short phrase; none on AMD or for a plan without criteria. A main loop that
-    /// could not be read misses them all.
+    /// [`crate::ladder::Rung::min_fma_per_shared_load`] on NVIDIA,
+    /// [`crate::ladder::Rung::amd_matrix_loop_criteria`] on AMD) that the machine code misses,
+    /// each as a short phrase; none for a plan without criteria. A main loop that could not be
+    /// read misses them all.
     pub fn main_loop_failures(&self) -> Vec<String> {
         if !self.arch.starts_with("sm_") {
-            return Vec::new();
+            return self.amd_matrix_loop_failures();
         }
         let mut failures = self.shared_load_failures();
         failures.extend(self.matrix_loop_failures());
+        failures
+    }
+
+    /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop in AMD assembly
+    /// ([`crate::ladder::Rung::amd_matrix_loop_criteria`]).
+    fn amd_matrix_loop_failures(&self) -> Vec<String> {
+        let Some(criteria) = self.plan.config.amd_matrix_loop_criteria() else {
+            return Vec::new();
+        };
+        let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
+            return vec!["no main loop with matrix instructions could be read".to_string()];
+        };
+        let mut failures = Vec::new();
+        // (A little slack for rounding: the criteria are ratios of small counts.)
+        let short = |ratio: Option<f64>, least: f64| ratio.is_none_or(|r| r + 1e-9 < least);
+        if short(
+            mix.matrix_per_fragment_load(),
+            criteria.min_matrix_per_shared_load,
+        ) {
+            failures.push(format!(
+                "{} matrix instructions per LDS read (< {:.2})",
+                mix.matrix_per_fragment_load()
+                    .map_or("no LDS reads, so no".into(), |r| format!("{r:.2}")),
+                criteria.min_matrix_per_shared_load
+            ));
+        }
+        if let Some(least) = criteria.min_matrix_per_global_load {
+            if short(mix.matrix_per_global_load(), least) {
+                failures.push(format!(
+                    "{} matrix instructions per global load (< {least:.2})",
+                    mix.matrix_per_global_load()
+                        .map_or("no global loads, so no".into(), |r| format!("{r:.2}")),
+                ));
+            }
+        }
+        if mix.wide_global_loads < mix.global_loads {
+            failures.push(format!(
+                "{} of {} global loads 128-bit",
+                mix.wide_global_loads, mix.global_loads
+            ));
+        }
         failures
     }
 
@@ -317,7 +359,8 @@ pub struct Toolchain {
     pub cuda_include: Vec<PathBuf>,
     /// The clang that compiles AMD code; `None`: `clang-15`, then `clang`.
     pub clang: Option<PathBuf>,
-    /// Where to write each NVIDIA kernel's SASS (`None`: nowhere).
+    /// Where to write each kernel's machine code: NVIDIA SASS (`.sass`), AMD assembly (`.s`);
+    /// `None`: nowhere.
     pub sass_dir: Option<PathBuf>,
 }
 
@@ -385,5 +428,73 @@ fn tool_error(tool: &str, reason: impl fmt::Display) -> Error {
     Error::Toolchain {
         tool: tool.to_string(),
         reason: reason.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::DType;
+    use crate::Kernel;
+
+    /// The tensor-core rung's default configuration for RDNA 3 (wavefronts of 32) as the
+    /// compile check reads it on gfx1100, with the main loop `mix`.
+    fn on_gfx1100(mix: loops::LoopMix, spills: u64) -> ResourceUsage {
+        let config = Kernel::Tensorcore.default_config();
+        ResourceUsage {
+            plan: Plan::new(config),
+            precision: Precision::of(DType::F16),
+            arch: "gfx1100".into(),
+            registers: 104,
+            scalar_registers: Some(30),
+            spills,
+            static_shared_bytes: 0,
+            dynamic_shared_bytes: 10240,
+            threads_per_block: 128,
+            occupancy: (6, 16),
+            occupancy_limit: "LDS",
+            main_loop: Some(mix),
+            matrix_ops: Some(mix.matrix),
+        }
+    }
+
+    /// What wide loads give for 2×2 fragments per wavefront of 32: 4 WMMA, 8 `ds_load_b128`
+    /// (two per fragment), 2 `global_load_b128`.
+    fn wide() -> loops::LoopMix {
+        loops::LoopMix {
+            matrix: 4,
+            instructions: 120,
+            fragment_loads: 8,
+            global_loads: 2,
+            wide_global_loads: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn amd_matrix_loops_pass_with_wide_loads_and_fail_element_wise() {
+        assert!(on_gfx1100(wide(), 0).main_loop_failures().is_empty());
+        // B's fragments read element by element (B staged by rows): 4 + 32 LDS reads.
+        let by_elements = loops::LoopMix {
+            fragment_loads: 36,
+            ..wide()
+        };
+        let failures = on_gfx1100(by_elements, 0).main_loop_failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].contains("per LDS read"), "{failures:?}");
+        // Staging in 16-bit global loads.
+        let narrow = loops::LoopMix {
+            global_loads: 16,
+            wide_global_loads: 0,
+            ..wide()
+        };
+        let failures = on_gfx1100(narrow, 0).main_loop_failures();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        // A main loop that could not be read fails rather than passing unchecked.
+        let mut unread = on_gfx1100(wide(), 0);
+        unread.main_loop = None;
+        assert_eq!(unread.main_loop_failures().len(), 1);
+        // Scratch is a failure of its own for a configuration that must not spill.
+        assert!(on_gfx1100(wide(), 12).forbidden_spill());
     }
 }

@@ -104,6 +104,11 @@ pub trait Rung {
     fn matrix_loop_criteria(_config: &Self::Config) -> Option<MatrixLoopCriteria> {
         None
     }
+    /// What the compile check holds the main loop of the configuration to in AMD assembly
+    /// (CDNA's MFMA, RDNA 3's WMMA).
+    fn amd_matrix_loop_criteria(_config: &Self::Config) -> Option<AmdMatrixLoopCriteria> {
+        None
+    }
     /// Slices of K the configuration computes side by side (split-K): above 1, each launch's
     /// grid z runs over slices × batch entries, C's buffer is the partials (f32, row-major,
     /// one M×N matrix per z, α = 1, β = 0), and [`split::reduce_partials()`] adds them into C.
@@ -144,6 +149,22 @@ pub struct MatrixLoopCriteria {
     pub min_stages_in_flight: u32,
 }
 
+/// What a matrix-unit kernel's main loop must show in AMD assembly
+/// ([`Rung::amd_matrix_loop_criteria`]): how many matrix instructions each load from LDS and
+/// from global memory feeds. Besides these, its global loads must be 128-bit (`dwordx4`,
+/// `b128`), and it may not spill (no scratch) unless the configuration says it may
+/// ([`Rung::may_spill_on_amd`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AmdMatrixLoopCriteria {
+    /// The fewest matrix instructions (`v_mfma`, `v_wmma`) per load from LDS (`ds_read`,
+    /// `ds_load`).
+    pub min_matrix_per_shared_load: f64,
+    /// The fewest matrix instructions per global load, where every unit stages (compilers
+    /// place a load that only some units make outside the loop's straight line, where loop
+    /// analysis does not see it).
+    pub min_matrix_per_global_load: Option<f64>,
+}
+
 /// One launch of a rung, as [`Rung::launch`] receives it.
 pub struct Launch<'a, R: Runtime> {
     /// The device.
@@ -163,6 +184,45 @@ pub struct Expand<'a> {
     pub layouts: args::Layouts,
     /// Elements per vector for rungs that load several at once (1 for packed bf16).
     pub line: u32,
+    /// How the target loads matrix-unit fragments from shared memory.
+    pub fragment_loads: FragmentLoads,
+}
+
+/// How a target's compiler loads a matrix-unit fragment from shared memory, which decides how
+/// a rung built on `cmma` should stage its operands there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum FragmentLoads {
+    /// Whole rows or columns at full width in either layout: CUDA's WMMA (`ldmatrix`, with
+    /// `.trans`) and Vulkan's cooperative-matrix loads.
+    #[default]
+    EitherLayout,
+    /// Element by element along each lane's row of A and column of B: HIP's rocWMMA and RDNA 3
+    /// WMMA code, whose loads merge into wide ones (`ds_read_b64`, `ds_load_b128`) only where
+    /// those lines are contiguous, that is where A is stored by rows and B by columns.
+    AlongK,
+}
+
+/// Whether every runtime is treated as [`FragmentLoads::AlongK`] ([`stage_along_k_everywhere`]).
+static ALONG_K_EVERYWHERE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+impl FragmentLoads {
+    /// What the runtime named `runtime` (CubeCL's `Runtime::name`) compiles fragment loads to.
+    pub fn of_runtime(runtime: &str) -> Self {
+        if runtime == "hip" || ALONG_K_EVERYWHERE.load(std::sync::atomic::Ordering::Relaxed) {
+            FragmentLoads::AlongK
+        } else {
+            FragmentLoads::EitherLayout
+        }
+    }
+}
+
+/// For tests: stage matrix-unit operands as for HIP ([`FragmentLoads::AlongK`]) on every
+/// runtime from now on (`true`) or as each runtime wants (`false`), so that HIP's staging is
+/// run and checked on a device without HIP (lavapipe). Both stagings compute the same product.
+#[doc(hidden)]
+pub fn stage_along_k_everywhere(on: bool) {
+    ALONG_K_EVERYWHERE.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl Expand<'_> {
@@ -690,6 +750,11 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::matrix_loop_criteria(c),)* }
             }
 
+            /// What the main loop must show on AMD (see [`Rung::amd_matrix_loop_criteria`]).
+            pub fn amd_matrix_loop_criteria(&self) -> Option<AmdMatrixLoopCriteria> {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::amd_matrix_loop_criteria(c),)* }
+            }
+
             /// Slices of K computed side by side (see [`Rung::k_splits`]).
             pub fn k_splits(&self) -> u32 {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::k_splits(c),)* }
@@ -757,10 +822,16 @@ macro_rules! registry {
             pub(crate) fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
                 &self,
                 builder: &mut KernelBuilder,
+                fragment_loads: FragmentLoads,
                 packed_bf16: bool,
             ) -> CubeDim {
                 let line = if packed_bf16 { 1 } else { 4 };
-                let kernel = Expand { builder, layouts: args::Layouts::default(), line };
+                let kernel = Expand {
+                    builder,
+                    layouts: args::Layouts::default(),
+                    line,
+                    fragment_loads,
+                };
                 match self {
                     $(Config::$variant(c) =>
                         <$module::$rung as Rung>::expand::<I, A, O>(c, kernel, packed_bf16),)*

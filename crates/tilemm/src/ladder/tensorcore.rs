@@ -4,11 +4,15 @@
 //! with f32 accumulation.
 //!
 //! A cube of WM×WN planes stages its BM×BK tile of A and BK×BN tile of B (BM = WM·TM·M,
-//! BN = WN·TN·N, BK = K) in shared memory, each as it lies in memory (a row-major operand by
-//! rows, a column-major one by columns, never transposed on the way), read from global memory
-//! in vectors of up to 16 bytes along that axis (`Args::staging_line`), with stored lines an
-//! odd number of 16-byte chunks apart ([`PAD`]) so that the 8 lines a fragment load reads at
-//! once fall in distinct banks, and zeros past every edge, so that the fragments load whole.
+//! BN = WN·TN·N, BK = K) in shared memory, read from global memory in vectors of up to 16
+//! bytes along the axis each operand is contiguous on (`Args::staging_line`). Where the target
+//! loads fragments in either layout at full width (CUDA, Vulkan), each is staged as it lies in
+//! memory (a row-major operand by rows, a column-major one by columns, never transposed on the
+//! way); on HIP, whose fragment loads go element by element along K, A by rows and B by
+//! columns, so that those loads merge into wide ones ([`super::FragmentLoads`]). Stored lines
+//! are an odd number of 16-byte chunks apart ([`PAD`]) so that the 8 lines a fragment load
+//! reads at once fall in distinct banks, with zeros past every edge, so that the fragments
+//! load whole.
 //! Each plane accumulates its TM×TN fragments of C (the warp tile: per step of K it loads TM
 //! fragments of A and TN of B for TM·TN products). The epilogue takes a plane's fragments one
 //! at a time through a tile of one fragment in shared memory, where its units apply α and β
@@ -23,7 +27,7 @@ use serde::Serialize;
 
 use super::args::{at, fetch, store, Dims, Layouts, View};
 use super::stage::Tiles;
-use super::{LaunchShape, Rung};
+use super::{FragmentLoads, LaunchShape, Rung};
 use crate::device::DeviceInfo;
 use crate::error::Unavailable;
 use crate::problem::{DType, Layout, Precision, Problem};
@@ -47,13 +51,14 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float, 
     #[comptime] packed_bf16: bool,
     #[comptime] config: TensorcoreConfig,
     #[comptime] layouts: Layouts,
+    #[comptime] staging: Layouts,
     #[comptime] line_a: u32,
     #[comptime] line_b: u32,
 ) {
     let (fm, fn_, fk) = comptime!((config.m, config.n, config.k));
     let (bm, bn) = comptime!((config.bm(), config.bn()));
     let units = comptime!(config.units());
-    let (sa, sb) = comptime!(config.staged(layouts));
+    let (sa, sb) = comptime!(config.staged(staging));
     // WMMA loads and stores need 256-bit aligned pointers, cooperative-matrix ones 128-bit:
     // fragments start at multiples of M (or N) elements, or of M rows of a padded stride, 16
     // for WMMA's shapes (`FRAGMENTS`).
@@ -91,13 +96,13 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float, 
     let tiles = (dims.k_end - dims.k_begin).div_ceil(fk);
     for t in 0..tiles {
         let k0 = dims.k_begin + t * fk;
-        stage_as_stored::<I, F, NA>(
-            a, &va, &mut tile_a, batch, row0, k0, dims.m, dims.k_end, sa, units, line_a,
-            packed_bf16,
+        stage::<I, F, NA>(
+            a, &va, &mut tile_a, batch, row0, k0, dims.m, dims.k_end, layouts.a_by_cols, sa,
+            units, line_a, packed_bf16,
         );
-        stage_as_stored::<I, F, NB>(
-            b, &vb, &mut tile_b, batch, k0, col0, dims.k_end, dims.n, sb, units, line_b,
-            packed_bf16,
+        stage::<I, F, NB>(
+            b, &vb, &mut tile_b, batch, k0, col0, dims.k_end, dims.n, layouts.b_by_cols, sb,
+            units, line_b, packed_bf16,
         );
         sync_cube();
         let mut frags_a = Sequence::<cmma::Matrix<F>>::new();
@@ -250,14 +255,15 @@ impl Staged {
     }
 }
 
-/// Stages an operand's tile at (`row0`, `col0`) as [`Staged`] lays it out, in vectors of
-/// `line` elements along a stored line (the operand's contiguous axis, so that loads coalesce
-/// and stores fall in consecutive banks): consecutive units take consecutive vectors. A vector
-/// lies wholly inside the operand or wholly outside (`Args::staging_line`); outside, it is
-/// zeros.
+/// Stages an operand's tile at (`row0`, `col0`) as [`Staged`] lays it out, read in vectors of
+/// `line` elements along the axis the operand is contiguous on (`by_cols`: down its columns),
+/// so that loads coalesce: consecutive units take consecutive vectors. Where the tile is
+/// staged along that axis too, a vector is stored whole in consecutive banks; across it (HIP's
+/// [`super::FragmentLoads::AlongK`]), element by element. A vector lies wholly inside the
+/// operand or wholly outside (`Args::staging_line`); outside, it is zeros.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_as_stored<I: Scalar, F: Float, N: Size>(
+fn stage<I: Scalar, F: Float, N: Size>(
     src: &Array<Vector<I, N>>,
     view: &View,
     tile: &mut SharedMemory<F>,
@@ -266,30 +272,30 @@ fn stage_as_stored<I: Scalar, F: Float, N: Size>(
     col0: u32,
     rows_end: u32,
     cols_end: u32,
+    #[comptime] by_cols: bool,
     #[comptime] staged: Staged,
     #[comptime] units: u32,
     #[comptime] line: u32,
     #[comptime] packed_bf16: bool,
 ) {
-    let (rows, cols, stride) = comptime!((staged.rows, staged.cols, staged.stride));
+    let (rows, cols) = comptime!((staged.rows, staged.cols));
+    let (row_step, col_step) = comptime!((staged.row_step(), staged.col_step()));
+    // From one element of a vector to the next in the tile.
+    let step = comptime!(if staged.by_cols { row_step } else { col_step });
     let pieces = comptime!(rows * cols / line);
-    // A stored line's length is a multiple of 8, so of `line`; a tile of fewer vectors than
-    // units (lavapipe's 8×8 fragments) leaves the last units idle.
+    // A line of the operand's tile (BK or a multiple of 8) is a multiple of `line`; a tile of
+    // fewer vectors than units (lavapipe's 8×8 fragments) leaves the last units idle.
     #[unroll]
     for i in 0..comptime!(pieces.div_ceil(units)) {
         let piece = i * units + UNIT_POS;
         if comptime!(pieces % units == 0) || piece < pieces {
             let e = piece * line;
-            let (r, c) = if comptime!(staged.by_cols) {
+            let (r, c) = if comptime!(by_cols) {
                 (e % rows, e / rows)
             } else {
                 (e / cols, e % cols)
             };
-            let offset = if comptime!(staged.by_cols) {
-                c * stride + r
-            } else {
-                r * stride + c
-            };
+            let offset = r * row_step + c * col_step;
             let inside = row0 + r < rows_end && col0 + c < cols_end;
             if comptime!(line == 1) {
                 let mut value = F::new(0.0);
@@ -304,7 +310,7 @@ fn stage_as_stored<I: Scalar, F: Float, N: Size>(
                 }
                 #[unroll]
                 for x in 0..line {
-                    tile[(offset + x) as usize] = select(inside, F::cast_from(v[x as usize]), F::new(0.0));
+                    tile[(offset + x * step) as usize] = select(inside, F::cast_from(v[x as usize]), F::new(0.0));
                 }
             }
         }
@@ -364,11 +370,24 @@ impl TensorcoreConfig {
         }
     }
 
-    /// A's BM×K and B's K×BN tiles as staged for operands in `layouts`.
-    pub fn staged(&self, layouts: Layouts) -> (Staged, Staged) {
+    /// How A's and B's tiles are staged for operands in `layouts` on a target whose fragment
+    /// loads are `loads`: as the operands lie in memory, or both along K where the target
+    /// loads fragments element by element along K (HIP).
+    pub fn staging(layouts: Layouts, loads: FragmentLoads) -> Layouts {
+        match loads {
+            FragmentLoads::EitherLayout => layouts,
+            FragmentLoads::AlongK => Layouts {
+                a_by_cols: false,
+                b_by_cols: true,
+            },
+        }
+    }
+
+    /// A's BM×K and B's K×BN tiles as staged in `staging` (by columns or by rows).
+    pub fn staged(&self, staging: Layouts) -> (Staged, Staged) {
         (
-            Staged::new(self.bm(), self.k, layouts.a_by_cols),
-            Staged::new(self.k, self.bn(), layouts.b_by_cols),
+            Staged::new(self.bm(), self.k, staging.a_by_cols),
+            Staged::new(self.k, self.bn(), staging.b_by_cols),
         )
     }
 
@@ -480,6 +499,34 @@ impl Rung for Tensorcore {
         config.tm * config.tn >= 16
     }
 
+    /// The counts wide loads give. With A staged by rows and B by columns
+    /// ([`FragmentLoads::AlongK`]), each lane loads a fragment in wide LDS reads: CDNA's
+    /// wavefronts of 64 hold 4 elements of 16 bits per lane (one `ds_read_b64`), RDNA 3's
+    /// wavefronts of 32 hold 16 (A and B replicated across the halves: two `ds_load_b128`). So
+    /// TM×TN fragments per step of K take TM + TN fragment loads for TM·TN matrix
+    /// instructions. Each unit stages its share of A's and B's tiles in 16-byte global loads
+    /// (checked where every unit has a share). Element-wise loads (the layout the fragments do not want, or narrow vectors) give 4 to
+    /// 16 times more, and fail.
+    fn amd_matrix_loop_criteria(c: &TensorcoreConfig) -> Option<super::AmdMatrixLoopCriteria> {
+        // 8×8 fragments are lavapipe's, never AMD's.
+        if c.m != 16 {
+            return None;
+        }
+        let reads_per_fragment = if c.plane == 32 { 2 } else { 1 };
+        let matrix = f64::from(c.tm * c.tn);
+        let shared_loads = f64::from(reads_per_fragment * (c.tm + c.tn));
+        // 16-byte pieces of each tile per unit, where every unit takes the same number.
+        let per_unit = |elements: u32| {
+            let pieces = elements / 8;
+            pieces.is_multiple_of(c.units()).then(|| pieces / c.units())
+        };
+        let global_loads = per_unit(c.bm() * c.k).zip(per_unit(c.k * c.bn()));
+        Some(super::AmdMatrixLoopCriteria {
+            min_matrix_per_shared_load: matrix / shared_loads,
+            min_matrix_per_global_load: global_loads.map(|(a, b)| matrix / f64::from(a + b)),
+        })
+    }
+
     fn plane_width(config: &TensorcoreConfig) -> Option<u32> {
         Some(config.plane)
     }
@@ -509,12 +556,20 @@ impl Rung for Tensorcore {
 
     fn shape(c: &TensorcoreConfig, problem: &Problem) -> LaunchShape {
         let by_cols = |d: &crate::problem::MatrixDesc| d.layout() == Layout::ColMajor;
-        let (sa, sb) = c.staged(Layouts {
+        let layouts = Layouts {
             a_by_cols: by_cols(&problem.a),
             b_by_cols: by_cols(&problem.b),
-        });
-        let staged =
-            (sa.elements() + sb.elements()) as usize * problem.precision.input.size_bytes();
+        };
+        // The larger of the targets' stagings (the device is not known here).
+        let staged = [FragmentLoads::EitherLayout, FragmentLoads::AlongK]
+            .map(|loads| {
+                let (sa, sb) = c.staged(TensorcoreConfig::staging(layouts, loads));
+                (sa.elements() + sb.elements()) as usize
+            })
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            * problem.precision.input.size_bytes();
         // One fragment of C per plane (the epilogue's).
         let result =
             (c.wm * c.wn * c.m * c.n) as usize * problem.precision.accumulate.size_bytes();
@@ -539,6 +594,8 @@ impl Rung for Tensorcore {
             args,
         } = launch;
         let layouts = args.layouts();
+        let staging =
+            TensorcoreConfig::staging(layouts, FragmentLoads::of_runtime(R::name(client)));
         let dim = CubeDim::new_2d(config.plane, config.wm * config.wn);
         let widest = staging_width::<I>(client.properties().hardware.max_vector_size);
         let line_a = args.staging_line(0, widest, packed_bf16);
@@ -568,6 +625,7 @@ impl Rung for Tensorcore {
                         packed_bf16,
                         *config,
                         layouts,
+                        staging,
                         line_a,
                         line_b,
                     )
@@ -589,6 +647,7 @@ impl Rung for Tensorcore {
         packed_bf16: bool,
     ) -> CubeDim {
         let layouts = kernel.layouts;
+        let staging = TensorcoreConfig::staging(layouts, kernel.fragment_loads);
         // The interior case: both operands row-major and aligned, read in the target's widest
         // vectors (CUDA's and HIP's 16 bytes).
         let line = if packed_bf16 {
@@ -619,6 +678,7 @@ impl Rung for Tensorcore {
                     packed_bf16,
                     *config,
                     layouts,
+                    staging,
                     line,
                     line,
                 )
