@@ -281,7 +281,7 @@ fn stage<I: Scalar, F: Float, N: Size>(
     let (rows, cols) = comptime!((staged.rows, staged.cols));
     let (row_step, col_step) = comptime!((staged.row_step(), staged.col_step()));
     // From one element of a vector to the next in the tile.
-    let step = comptime!(if staged.by_cols { row_step } else { col_step });
+    let step = comptime!(if by_cols { row_step } else { col_step });
     let pieces = comptime!(rows * cols / line);
     // A line of the operand's tile (BK or a multiple of 8) is a multiple of `line`; a tile of
     // fewer vectors than units (lavapipe's 8×8 fragments) leaves the last units idle.
