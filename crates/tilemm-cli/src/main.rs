@@ -37,7 +37,7 @@ enum Command {
     Emit {
         /// Kernel: a rung of the ladder, optionally with its settings (`tiled:tpb=32`).
         #[arg(long, default_value = "tiled")]
-        kernel: Config,
+        kernel: Named<Config>,
         /// Target language: cuda, hip or wgsl.
         #[arg(long)]
         target: Target,
@@ -137,7 +137,7 @@ struct RunArgs {
     /// shape class), or a rung of the ladder, optionally with its settings (`tiled:tpb=32`).
     /// Default: auto, or tiled with --tpb.
     #[arg(long, help = run_kernel_help())]
-    kernel: Option<KernelChoice>,
+    kernel: Option<Named<KernelChoice>>,
     /// Threads per block along each axis (8, 16, 32): short for `--kernel RUNG:tpb=T`.
     #[arg(long)]
     tpb: Option<u32>,
@@ -203,7 +203,7 @@ struct BenchArgs {
     /// (`auto,naive,tiled:tpb=32,register:tm=16:tn=8:side=8`). Default: auto and every rung in
     /// its default configuration.
     #[arg(long, value_delimiter = ',')]
-    kernels: Vec<KernelChoice>,
+    kernels: Vec<Named<KernelChoice>>,
     /// Tile sizes to measure each kernel with, comma-separated (8, 16, 32): short for
     /// `RUNG:tpb=T` settings.
     #[arg(long, value_delimiter = ',')]
@@ -261,7 +261,7 @@ struct CompileCheckArgs {
     archs: Vec<Arch>,
     /// Kernels, comma-separated (default: every rung, in its default configuration).
     #[arg(long, value_delimiter = ',')]
-    kernels: Vec<Config>,
+    kernels: Vec<Named<Config>>,
     /// Tile sizes, comma-separated: short for `RUNG:tpb=T` settings.
     #[arg(long, value_delimiter = ',')]
     tpb: Vec<u32>,
@@ -284,6 +284,48 @@ struct CompileCheckArgs {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// A value as typed on the command line, with its text: a kernel's own settings are told
+/// apart from its defaults.
+#[derive(Clone, Debug)]
+struct Named<T> {
+    value: T,
+    text: String,
+}
+
+impl<T: std::str::FromStr> std::str::FromStr for Named<T>
+where
+    T::Err: fmt::Display,
+{
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(Named {
+            value: text.parse().map_err(|e: T::Err| e.to_string())?,
+            text: text.into(),
+        })
+    }
+}
+
+/// The values of `named`, refused where one names a tile size (`:tpb=`) that `--tpb` contradicts:
+/// neither silently wins.
+fn unnamed<T: Clone>(flag: &str, named: &[Named<T>], tpb: &[u32]) -> tilemm::Result<Vec<T>> {
+    for n in named {
+        let own = n
+            .text
+            .split(':')
+            .skip(1)
+            .find_map(|s| s.trim().strip_prefix("tpb="));
+        if let Some(own) = own.filter(|own| tpb.iter().any(|t| t.to_string() != own.trim())) {
+            let given: Vec<String> = tpb.iter().map(u32::to_string).collect();
+            return Err(tilemm::Error::View(format!(
+                "--tpb {} conflicts with tpb={own} in {flag} {}: give the tile size once",
+                given.join(","),
+                n.text
+            )));
+        }
+    }
+    Ok(named.iter().map(|n| n.value.clone()).collect())
 }
 
 /// The plans `configs` name (default: every rung in its default configuration, or with `tpb`,
@@ -425,18 +467,28 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    let result = match cli.command {
-        Command::Run(args) => run_command(args),
-        Command::Bench(args) => bench_command(args),
-        Command::Devices { json } => devices_command(json),
-        Command::CompileCheck(args) => compile_check_command(args),
-        Command::Emit {
-            kernel,
-            target,
-            tpb,
-            dtype,
-        } => emit_command(kernel, target, tpb, dtype),
-    };
+    // A panic (a bug, or a dependency's) is one line on stderr and exit 2, like any refusal:
+    // the hook keeps its message and place, and the command is caught where it unwinds to.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let place = info
+            .location()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{message}{place}"));
+    }));
+    let result = std::panic::catch_unwind(|| dispatch(cli.command)).unwrap_or_else(|_| {
+        let what = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Err(Failure::Tilemm(tilemm::Error::View(format!(
+            "internal error (please report it): {}",
+            what.unwrap_or_default()
+        ))))
+    });
     let result =
         result.and_then(|code| io::stdout().flush().map(|()| code).map_err(Failure::Stdout));
     match result {
@@ -451,6 +503,24 @@ fn main() -> ExitCode {
             complain(&format!("error: {err}"));
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// The last panic's message and place, for the one line that reports it.
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn dispatch(command: Command) -> Result<ExitCode, Failure> {
+    match command {
+        Command::Run(args) => run_command(args),
+        Command::Bench(args) => bench_command(args),
+        Command::Devices { json } => devices_command(json),
+        Command::CompileCheck(args) => compile_check_command(args),
+        Command::Emit {
+            kernel,
+            target,
+            tpb,
+            dtype,
+        } => emit_command(kernel, target, tpb, dtype),
     }
 }
 
@@ -499,7 +569,8 @@ fn bench_choices(kernels: &[KernelChoice], tpb: &[u32]) -> tilemm::Result<(bool,
 }
 
 fn run_command(args: RunArgs) -> CommandResult {
-    let kernel = kernel_choice(args.kernel, args.tpb)?;
+    let kernel = unnamed("--kernel", args.kernel.as_slice(), args.tpb.as_slice())?;
+    let kernel = kernel_choice(kernel.into_iter().next(), args.tpb)?;
     // An unusable destination is refused before the run, not after it.
     let output = args
         .out
@@ -595,7 +666,8 @@ fn default_sizes(kind: Option<tilemm::DeviceKind>) -> Vec<Size> {
 }
 
 fn bench_command(args: BenchArgs) -> CommandResult {
-    let (auto, plans) = bench_choices(&args.kernels, &args.tpb)?;
+    let kernels = unnamed("--kernels", &args.kernels, &args.tpb)?;
+    let (auto, plans) = bench_choices(&kernels, &args.tpb)?;
     // The progress bar says when auto is tuning.
     let tune_options = TuneOptions {
         on_tuning: None,
@@ -663,14 +735,23 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             .or_else(|| tilemm::peak::datasheet(&g.info().name, precision))
     });
     // Rungs measured by default whose default configuration the device cannot run (laid out
-    // for planes of another width) are measured in the first configuration it runs; those it
-    // cannot run at all (matrix units it lacks, a precision they do not compute) are left out
-    // with a note. Named ones are refused below.
+    // for planes of another width, more shared memory or threads than it has in this
+    // precision) are measured in the first configuration it runs; those it cannot run at all
+    // (matrix units it lacks, a precision they do not compute) are left out with a note. Named
+    // ones are refused below.
     let mut plans = plans;
     if let (Some(info), true) = (info, args.kernels.is_empty()) {
         let unavailable = |plan: &Plan| {
+            let kernel = format!("the {plan} kernel");
             problems.iter().find_map(|p| match plan.check(p, info) {
-                Err(tilemm::Error::KernelUnavailable { why, .. }) => Some(why),
+                Err(tilemm::Error::KernelUnavailable { why, .. }) => Some(why.to_string()),
+                // A limit of the kernel's own (its block, its shared memory), not the size's.
+                Err(e @ tilemm::Error::DeviceLimit { .. })
+                    if matches!(&e,
+                    tilemm::Error::DeviceLimit { what, .. } if *what == kernel) =>
+                {
+                    Some(e.to_string())
+                }
                 _ => None,
             })
         };
@@ -997,7 +1078,7 @@ fn fit_plane(plan: &Plan, width: u32) -> Option<Plan> {
 }
 
 fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
-    let mut plans = plans(&args.kernels, &args.tpb)?;
+    let mut plans = plans(&unnamed("--kernels", &args.kernels, &args.tpb)?, &args.tpb)?;
     // The rungs' default plans, which are fitted to each target's plane width (below).
     let defaults = plans.len();
     // By default, every configuration of a rung whose main loop is held to criteria (the
@@ -1150,8 +1231,14 @@ fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     })
 }
 
-fn emit_command(kernel: Config, target: Target, tpb: Option<u32>, dtype: DType) -> CommandResult {
-    let plan = plans(&[kernel], tpb.as_slice())?[0];
+fn emit_command(
+    kernel: Named<Config>,
+    target: Target,
+    tpb: Option<u32>,
+    dtype: DType,
+) -> CommandResult {
+    let kernel = unnamed("--kernel", &[kernel], tpb.as_slice())?;
+    let plan = plans(&kernel, tpb.as_slice())?[0];
     let source = emit::source_for(&plan, Precision::of(dtype), target)?;
     say!("{source}");
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,6 @@
 //! What tilemm keeps across processes, under one directory: the tuner's choices
-//! (`tuning.json`) and compiled kernels (`kernels/`).
+//! (`tuning.json`) and compiled kernels (`kernels/`); and CubeCL's configuration, which tilemm
+//! sets for the process.
 //!
 //! Compiled kernels are CubeCL's compilation cache (SPIR-V on Vulkan, PTX on CUDA, code objects
 //! on HIP), switched on here because CubeCL leaves it off: without it every process generates
@@ -8,10 +9,20 @@
 //! device's properties, not by its code, so the kernels are kept per build of tilemm
 //! (`kernels/<build>/`), at most 8 MiB of them, about 170 kernels (a process reads them all
 //! when it opens a device, about 10 ms per MiB on lavapipe's host); directories of other builds
-//! unused for 30 days are removed.
+//! unused for 30 days are removed. tilemm keeps them in a store of its own that it checks
+//! ([`store`]), and CubeCL works on a copy of the process's own.
 //!
-//! Nothing here is ever fatal: a cache directory that is missing, unwritable, unreadable or on
-//! a full disk turns the kernel cache off for the process, and says why.
+//! Nothing here is ever fatal: a damaged store is moved aside with a note and rebuilt, and a
+//! cache directory that is missing, unwritable or on a full disk turns the kernel cache off for
+//! the process, and says why.
+//!
+//! CubeCL would otherwise read its configuration from a `cubecl.toml` or `burn.toml` in the
+//! working directory or any above it, and from `CUBECL_*` variables, and panic on a malformed
+//! one. An installed tool must not change with the directory it runs in, so tilemm sets the
+//! whole configuration itself before CubeCL reads it: logging off, the compilation cache and
+//! CubeCL's own autotune cache in the process's work folder (or nowhere).
+
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -24,7 +35,7 @@ pub const BUILD: &str = env!("TILEMM_BUILD_ID");
 const MIN_FREE_BYTES: u64 = 256 << 20;
 
 /// Kernels kept per build at most: CubeCL reads all of them when a process opens a device, so
-/// past this the directory starts again empty.
+/// past this the store starts again empty.
 const MAX_KEPT_BYTES: u64 = 8 << 20;
 
 /// How long another build's kernels are kept unused.
@@ -44,67 +55,153 @@ pub fn dir() -> Option<PathBuf> {
 pub enum KernelCache {
     /// They are kept under this directory.
     On(PathBuf),
-    /// A `cubecl.toml` in the working directory or above it sets CubeCL's compilation cache.
-    ByCubeclToml,
     /// `TILEMM_KERNEL_CACHE=off` (or `0`) asked for none.
     Disabled,
     /// They cannot be kept, for this reason.
     Off(String),
 }
 
-/// The kernel cache of this process, set up on the first call: before the first device is
-/// opened (CubeCL reads its configuration once). `TILEMM_KERNEL_CACHE=off` turns it off.
-pub fn kernel_cache() -> &'static KernelCache {
-    static CACHE: OnceLock<KernelCache> = OnceLock::new();
-    CACHE.get_or_init(set_up)
+/// What [`configure_cubecl`] decided for the process.
+struct Setup {
+    kernels: KernelCache,
+    notes: Vec<String>,
 }
 
-fn set_up() -> KernelCache {
+/// The process's kernel store, once opened.
+static STORE: OnceLock<store::Store> = OnceLock::new();
+
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(set_up)
+}
+
+/// Sets CubeCL's configuration for the process, once, before anything reads it: every entry
+/// into CubeCL calls this first.
+pub fn configure_cubecl() {
+    setup();
+}
+
+/// The kernel cache of this process (setting CubeCL's configuration on the first call).
+/// `TILEMM_KERNEL_CACHE=off` turns it off.
+pub fn kernel_cache() -> &'static KernelCache {
+    &setup().kernels
+}
+
+/// What setting up the kernel cache repaired (a damaged store moved aside), one line each.
+pub fn kernel_cache_notes() -> &'static [String] {
+    &setup().notes
+}
+
+/// Copies the kernels compiled since the last call into the store, for later processes; cheap
+/// when there are none (a few file-system calls).
+pub fn keep_new_kernels() {
+    if let Some(store) = STORE.get() {
+        store.keep_new();
+    }
+}
+
+fn set_up() -> Setup {
     use cubecl::config::cache::CacheConfig;
     use cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
 
-    if std::env::var("TILEMM_KERNEL_CACHE").is_ok_and(|v| matches!(&*v, "off" | "0")) {
-        return KernelCache::Disabled;
+    let mut notes = Vec::new();
+    if CubeClRuntimeConfig::storage().lock().is_some() {
+        return Setup {
+            kernels: KernelCache::Off(
+                "CubeCL's configuration was read before tilemm set it".into(),
+            ),
+            notes,
+        };
     }
-    // What CubeCL would read itself: cubecl.toml above the working directory (CubeCL's reader
-    // needs one), then its environment variables.
-    let mut config = if std::env::current_dir().is_ok() {
-        CubeClRuntimeConfig::from_current_dir().override_from_env()
+    let kernels = if std::env::var_os("TILEMM_KERNEL_CACHE").is_some_and(|v| v == "off" || v == "0")
+    {
+        KernelCache::Disabled
     } else {
-        CubeClRuntimeConfig::default()
+        match open_store(&mut notes) {
+            Ok(store) => {
+                let root = store
+                    .work()
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(Path::to_path_buf);
+                let _ = STORE.set(store);
+                // SAFETY: registers a function without arguments that catches its own panics.
+                unsafe { libc::atexit(close_store) };
+                KernelCache::On(root.unwrap_or_default())
+            }
+            Err(why) => KernelCache::Off(why),
+        }
     };
-    if config.compilation.cache.is_some() {
-        return KernelCache::ByCubeclToml;
+    let mut config = quiet(CubeClRuntimeConfig::default());
+    let work = STORE.get().map(|s| s.work().to_path_buf());
+    config.compilation.cache = work.clone().map(CacheConfig::File);
+    // CubeCL's autotune (the peers') keeps its choices in the work folder, or nowhere: a path
+    // under a file, which CubeCL cannot create and so leaves alone.
+    config.autotune.cache = CacheConfig::File(work.unwrap_or_else(|| "/dev/null/tilemm".into()));
+    let mut state = CubeClRuntimeConfig::storage().lock();
+    if state.is_some() {
+        return Setup {
+            kernels: KernelCache::Off(
+                "CubeCL's configuration was read before tilemm set it".into(),
+            ),
+            notes,
+        };
     }
+    *state = Some(Arc::new(config));
+    Setup { kernels, notes }
+}
+
+/// CubeCL's loggers off: its log files and levels are not tilemm's settings.
+fn quiet(mut config: cubecl::config::CubeClRuntimeConfig) -> cubecl::config::CubeClRuntimeConfig {
+    use cubecl::config::{autotune, compilation, memory, profiling, streaming};
+    config.compilation.logger.level = compilation::CompilationLogLevel::Disabled;
+    config.profiling.logger.level = profiling::ProfilingLogLevel::Disabled;
+    config.autotune.logger.level = autotune::AutotuneLogLevel::Disabled;
+    config.streaming.logger.level = streaming::StreamingLogLevel::Disabled;
+    config.memory.logger.level = memory::MemoryLogLevel::Disabled;
+    config
+}
+
+extern "C" fn close_store() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(store) = STORE.get() {
+            store.close();
+        }
+    });
+}
+
+/// The kernel store of this build, checked and repaired, or why there is none.
+fn open_store(notes: &mut Vec<String>) -> Result<store::Store, String> {
     let Some(base) = dir() else {
-        return KernelCache::Off("no cache directory: set TILEMM_CACHE_DIR".into());
+        return Err("no cache directory: set TILEMM_CACHE_DIR".into());
     };
     let kernels = base.join("kernels");
     let root = kernels.join(BUILD);
-    if bytes_under(&root) > MAX_KEPT_BYTES {
-        let _ = std::fs::remove_dir_all(&root);
-    }
-    if let Err(why) = usable(&root) {
-        return KernelCache::Off(format!("{}: {why}", root.display()));
-    }
+    usable(&root, notes).map_err(|why| format!("{}: {why}", root.display()))?;
     remove_stale(&kernels);
-    config.compilation.cache = Some(CacheConfig::File(root.clone()));
-    let mut state = CubeClRuntimeConfig::storage().lock();
-    if state.is_some() {
-        return KernelCache::Off("CubeCL's configuration was read before tilemm set it".into());
-    }
-    *state = Some(Arc::new(config));
-    KernelCache::On(root)
+    store::Store::open(&root, MAX_KEPT_BYTES, notes)
 }
 
-/// Whether CubeCL can keep kernels under `root` without failing: CubeCL panics where it cannot
-/// create, read or write its files.
-fn usable(root: &Path) -> Result<(), String> {
+/// Whether kernels can be kept under `root`: a directory (what else is there is moved aside)
+/// that can be created and written, on a disk with room.
+fn usable(root: &Path, notes: &mut Vec<String>) -> Result<(), String> {
+    if std::fs::symlink_metadata(root).is_ok_and(|m| !m.is_dir()) {
+        let mut aside = root.as_os_str().to_owned();
+        aside.push(".damaged");
+        let _ = crate::files::remove_any(Path::new(&aside));
+        std::fs::rename(root, &aside)
+            .map_err(|e| format!("not a directory, and cannot be moved aside: {e}"))?;
+        notes.push(format!(
+            "kernel cache {} was not a directory; moved it to {}",
+            root.display(),
+            Path::new(&aside).display()
+        ));
+    }
     std::fs::create_dir_all(root).map_err(|e| format!("cannot create it: {e}"))?;
-    let probe = root.join(format!(".probe-{}", std::process::id()));
-    let written = std::fs::write(&probe, b"tilemm");
-    let _ = std::fs::remove_file(&probe);
-    written.map_err(|e| format!("cannot write in it: {e}"))?;
+    // An unnamed file: nothing at a fixed name (a FIFO) can get in the way.
+    tempfile::tempfile_in(root)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"tilemm"))
+        .map_err(|e| format!("cannot write in it: {e}"))?;
     let free = crate::host::free_disk_bytes(root).map_err(|e| format!("cannot stat it: {e}"))?;
     if free < MIN_FREE_BYTES {
         return Err(format!(
@@ -113,43 +210,11 @@ fn usable(root: &Path) -> Result<(), String> {
             crate::plan::format_bytes(MIN_FREE_BYTES)
         ));
     }
-    unreadable_file(root).map_or(Ok(()), |path| {
-        Err(format!("cannot read {}", path.display()))
-    })
+    Ok(())
 }
 
-/// The bytes of the files under `dir`.
-fn bytes_under(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(m) if m.is_dir() => bytes_under(&entry.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
-/// The first file under `dir` that cannot be opened for reading.
-fn unreadable_file(dir: &Path) -> Option<PathBuf> {
-    let entries = std::fs::read_dir(dir).ok()?;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(bad) = unreadable_file(&path) {
-                return Some(bad);
-            }
-        } else if std::fs::File::open(&path).is_err() {
-            return Some(path);
-        }
-    }
-    None
-}
-
-/// Removes other builds' kernel directories not written for [`STALE_AFTER`].
+/// Removes other builds' kernel directories (and what was moved aside) not written for
+/// [`STALE_AFTER`].
 fn remove_stale(kernels: &Path) {
     let Ok(entries) = std::fs::read_dir(kernels) else {
         return;
@@ -160,8 +225,8 @@ fn remove_stale(kernels: &Path) {
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE_AFTER);
-        if stale && entry.file_name() != BUILD && entry.path().is_dir() {
-            let _ = std::fs::remove_dir_all(entry.path());
+        if stale && entry.file_name() != BUILD {
+            let _ = crate::files::remove_any(&entry.path());
         }
     }
 }
@@ -181,9 +246,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("file");
         std::fs::write(&file, b"x").unwrap();
-        let why = usable(&file.join("kernels")).unwrap_err();
+        let mut notes = Vec::new();
+        let why = usable(&file.join("kernels"), &mut notes).unwrap_err();
         assert!(why.contains("cannot create"), "{why}");
-        usable(&dir.path().join("kernels")).unwrap();
+        usable(&dir.path().join("kernels"), &mut notes).unwrap();
+        // A file where the build's directory should be is moved aside, with a note.
+        usable(&file, &mut notes).unwrap();
+        assert!(file.is_dir() && dir.path().join("file.damaged").is_file());
+        assert!(notes[0].contains("not a directory"), "{notes:?}");
     }
 
     #[test]

@@ -220,6 +220,8 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
 
 /// The source the JIT compiles for `plan` on `target` in `precision`.
 pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<String> {
+    // CubeCL's kernel builder reads its configuration: tilemm's, not a cubecl.toml nearby.
+    crate::cache::configure_cubecl();
     if target != Target::Cuda && plan.kernel().cuda_only() {
         return Err(Error::Emit {
             target: target.name(),
@@ -312,6 +314,7 @@ pub fn hip_source(
     warp_size: u32,
     units: HipMatrixUnits,
 ) -> Result<String> {
+    crate::cache::configure_cubecl();
     type Hip =
         CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
     type HipRocWmma =

@@ -190,6 +190,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// A setting read from the environment for a dependency has a value tilemm will not pass on.
+    #[error("{name}={value}: {reason}")]
+    Setting {
+        /// The variable.
+        name: String,
+        /// Its value, shown lossily where it is not UTF-8.
+        value: String,
+        /// What is wrong with it, and what to do.
+        reason: String,
+    },
+
     /// The device or its runtime reported an error.
     #[error("device error on {device}: {reason}")]
     Device {

@@ -36,6 +36,7 @@ pub mod device;
 pub mod element;
 pub mod emit;
 mod error;
+mod files;
 pub mod gpu;
 pub mod host;
 pub mod inputs;

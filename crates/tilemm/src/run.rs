@@ -44,10 +44,13 @@ pub enum Inputs {
     /// `.npy` files.
     Files {
         /// A's file.
+        #[serde(serialize_with = "crate::tune::lossy_path")]
         a: PathBuf,
         /// B's file.
+        #[serde(serialize_with = "crate::tune::lossy_path")]
         b: PathBuf,
         /// C₀'s file, if given (else C₀ is random when β ≠ 0).
+        #[serde(serialize_with = "crate::tune::lossy_optional_path")]
         c: Option<PathBuf>,
     },
 }

@@ -226,6 +226,22 @@ pub enum CacheUse {
     Off,
 }
 
+/// A path in a report: as text, with what is not UTF-8 shown as U+FFFD (JSON holds only text).
+pub(crate) fn lossy_path<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
+/// [`lossy_path`] for an optional path.
+pub(crate) fn lossy_optional_path<S: Serializer>(
+    path: &Option<PathBuf>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match path {
+        Some(path) => lossy_path(path, s),
+        None => s.serialize_none(),
+    }
+}
+
 fn ms<S: Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1e3)
 }
@@ -253,6 +269,7 @@ pub struct TuneReport {
     /// Hit, miss, retuned or off.
     pub cache: CacheUse,
     /// The cache file.
+    #[serde(serialize_with = "lossy_optional_path")]
     pub cache_file: Option<PathBuf>,
     /// The choice.
     pub chosen: Plan,
@@ -342,6 +359,12 @@ struct Entry {
 /// version (whose kernels may differ), are ignored.
 const FORMAT: u32 = 1;
 
+/// A cache file larger than this is not read: thousands of choices take a few hundred KiB.
+const MAX_CACHE_BYTES: u64 = 16 << 20;
+
+/// How long a saver waits for another to finish (each holds the lock for milliseconds).
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Serialize, Deserialize)]
 struct CacheFile {
     format: u32,
@@ -361,7 +384,11 @@ impl CacheFile {
     /// The file's entries; an absent file is empty, and one that cannot be used is empty with
     /// a note.
     fn load(path: &Path, notes: &mut Vec<String>) -> Self {
-        let text = match std::fs::read_to_string(path) {
+        // Read only as a regular file of sane size: a FIFO there would block, and a huge file
+        // would be read whole.
+        let text = match crate::files::read_regular(path, MAX_CACHE_BYTES)
+            .and_then(|bytes| String::from_utf8(bytes).map_err(std::io::Error::other))
+        {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::empty(),
             Err(e) => {
@@ -404,19 +431,7 @@ impl CacheFile {
         // Processes saving at once take turns, so that none drops another's entry.
         let mut lock_path = path.as_os_str().to_owned();
         lock_path.push(".lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(lock_path)?;
-        #[cfg(unix)]
-        {
-            use std::os::fd::AsRawFd;
-            // SAFETY: flock on a descriptor this function owns; released when `lock` closes.
-            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
+        let lock = crate::files::lock(Path::new(&lock_path), LOCK_WAIT)?;
         let mut file = Self::load(path, &mut Vec::new());
         file.entries.insert(key.into(), entry);
         let mut temp = tempfile::NamedTempFile::new_in(dir)?;
@@ -813,5 +828,24 @@ mod tests {
         assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
         assert!(notes[0].contains("unreadable"), "{notes:?}");
         assert!(CacheFile::save(&path, "four", entry("naive:tpb=8")).is_err());
+
+        // A FIFO where the file or its lock should be: noted at once, no hang, and replaced by
+        // the next save.
+        let mkfifo = |fifo: &Path| {
+            let _ = std::fs::remove_file(fifo);
+            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        std::fs::remove_dir(&path).unwrap();
+        mkfifo(&path);
+        notes.clear();
+        assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
+        assert!(notes[0].contains("FIFO"), "{notes:?}");
+        CacheFile::save(&path, "five", entry("naive:tpb=8")).unwrap();
+        assert_eq!(CacheFile::load(&path, &mut notes).entries.len(), 1);
+        mkfifo(&dir.path().join("sub").join("tuning.json.lock"));
+        CacheFile::save(&path, "six", entry("naive:tpb=8")).unwrap();
+        assert_eq!(CacheFile::load(&path, &mut notes).entries.len(), 2);
     }
 }

@@ -121,21 +121,24 @@ impl GpuSession {
         if backend.is_built() && backend != Backend::Cpu {
             crate::host::ensure_driver_headroom(backend.name())?;
             // Before CubeCL reads its configuration, with the first client.
-            crate::cache::kernel_cache();
+            crate::cache::configure_cubecl();
         }
-        match backend {
-            #[cfg(feature = "wgpu")]
-            Backend::Wgpu => wgpu::open(index).map(GpuSession::Wgpu),
-            #[cfg(feature = "cuda")]
-            Backend::Cuda => cuda::open(index).map(GpuSession::Cuda),
-            #[cfg(feature = "hip")]
-            Backend::Hip => hip::open(index).map(GpuSession::Hip),
-            Backend::Cpu => Err(Error::NoDevice(
-                "the cpu backend has no GPU device to open".into(),
-            )),
-            #[allow(unreachable_patterns)]
-            other => Err(other.not_built()),
-        }
+        guarded(
+            || backend.name().to_string(),
+            || match backend {
+                #[cfg(feature = "wgpu")]
+                Backend::Wgpu => wgpu::open(index).map(GpuSession::Wgpu),
+                #[cfg(feature = "cuda")]
+                Backend::Cuda => cuda::open(index).map(GpuSession::Cuda),
+                #[cfg(feature = "hip")]
+                Backend::Hip => hip::open(index).map(GpuSession::Hip),
+                Backend::Cpu => Err(Error::NoDevice(
+                    "the cpu backend has no GPU device to open".into(),
+                )),
+                #[allow(unreachable_patterns)]
+                other => Err(other.not_built()),
+            },
+        )
     }
 
     /// The session with its device's memory limits (binding, buffer, memory) lowered to
@@ -176,7 +179,9 @@ impl GpuSession {
     /// Compiles `plan`'s kernel for `problem`'s precision and layouts, and returns how long
     /// that took; see [`Session::compile`].
     pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<std::time::Duration> {
-        with_session!(self, s => s.compile(plan, problem))
+        let took = self.guarded(|| with_session!(self, s => s.compile(plan, problem)));
+        crate::cache::keep_new_kernels();
+        took
     }
 
     /// How `problem` runs with `plan` here (panels, launches), or why it cannot; see
@@ -194,17 +199,19 @@ impl GpuSession {
         b: &HostData,
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
-        with_session!(self, s => s.gemm(problem, plan, a, b, c0))
+        let run = self.guarded(|| with_session!(self, s => s.gemm(problem, plan, a, b, c0)));
+        crate::cache::keep_new_kernels();
+        run
     }
 
     /// Copies an input to the device; see [`Session::upload`].
     pub fn upload(&self, data: &HostData) -> Result<DeviceMatrix> {
-        with_session!(self, s => s.upload(data))
+        self.guarded(|| with_session!(self, s => s.upload(data)))
     }
 
     /// C's buffer on the device; see [`Session::output`].
     pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
-        with_session!(self, s => s.output(problem, c0))
+        self.guarded(|| with_session!(self, s => s.output(problem, c0)))
     }
 
     /// Enqueues the product on resident matrices; see [`Session::enqueue`].
@@ -216,17 +223,17 @@ impl GpuSession {
         b: &DeviceMatrix,
         c: &DeviceMatrix,
     ) -> Result<Launches> {
-        with_session!(self, s => s.enqueue(problem, plan, a, b, c))
+        self.guarded(|| with_session!(self, s => s.enqueue(problem, plan, a, b, c)))
     }
 
     /// C back on the host; see [`Session::download`].
     pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
-        with_session!(self, s => s.download(c))
+        self.guarded(|| with_session!(self, s => s.download(c)))
     }
 
     /// The device's time for the work `work` enqueues; see [`Session::profile`].
     pub fn profile(&self, work: impl FnOnce() -> Result<()> + Send) -> Result<std::time::Duration> {
-        with_session!(self, s => s.profile(work))
+        self.guarded(|| with_session!(self, s => s.profile(work)))
     }
 
     /// Device memory the session holds; see [`Session::memory`].
@@ -242,13 +249,34 @@ impl GpuSession {
         problem: &Problem,
         matrices: [&DeviceMatrix; 3],
     ) -> Result<()> {
-        with_session!(self, s => s.cubek(strategy, problem, matrices))
+        self.guarded(|| with_session!(self, s => s.cubek(strategy, problem, matrices)))
+    }
+
+    /// `work` on this session, with a panic inside it (CubeCL's) as an error.
+    fn guarded<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        guarded(|| self.info().name.clone(), work)
     }
 
     /// Waits until the device is idle.
     pub fn sync(&self) -> Result<()> {
-        with_session!(self, s => s.sync())
+        self.guarded(|| with_session!(self, s => s.sync()))
     }
+}
+
+/// `work`, with a panic inside it as an error on `device`: tilemm runs inside other programs
+/// (Python, BLAS callers), where a runtime's panic would end them.
+fn guarded<T>(device: impl FnOnce() -> String, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        Err(Error::Device {
+            device: device(),
+            reason: format!("the runtime stopped: {message}"),
+        })
+    })
 }
 
 /// The GPU devices of `backend` that this machine has (none for `cpu` or a backend not built).
@@ -272,6 +300,9 @@ pub fn open_device(
     notes: &mut Vec<String>,
 ) -> Result<Option<GpuSession>> {
     let session = open_any(backend, index, notes)?;
+    if session.is_some() {
+        notes.extend(crate::cache::kernel_cache_notes().iter().cloned());
+    }
     if let (Some(_), crate::cache::KernelCache::Off(why)) = (&session, crate::cache::kernel_cache())
     {
         notes.push(format!(

@@ -147,7 +147,7 @@ pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
         queue,
         backend,
     };
-    let device = init_device(setup, RuntimeOptions::default());
+    let device = init_device(setup, runtime_options()?);
     Ok(Session::new(WgpuRuntime::client(&device), info, false))
 }
 
@@ -157,4 +157,47 @@ pub fn best(devices: &[DeviceInfo]) -> usize {
         .iter()
         .min_by_key(|d| (d.kind, d.index))
         .map_or(0, |d| d.index)
+}
+
+/// CubeCL's wgpu options, built here: its default reads `CUBECL_WGPU_MAX_TASKS` and panics on
+/// a value that is not a number, so tilemm reads and checks it instead.
+fn runtime_options() -> Result<RuntimeOptions> {
+    const DEFAULT_MAX_TASKS: usize = 32;
+    let setting = |name: &str, value: &std::ffi::OsStr, reason: &str| Error::Setting {
+        name: name.into(),
+        value: value.to_string_lossy().into(),
+        reason: reason.into(),
+    };
+    let tasks_max = match std::env::var_os("CUBECL_WGPU_MAX_TASKS") {
+        None => DEFAULT_MAX_TASKS,
+        Some(value) => match value.to_str().and_then(|v| v.trim().parse::<usize>().ok()) {
+            Some(n @ 1..=65536) => n,
+            _ => {
+                return Err(setting(
+                    "CUBECL_WGPU_MAX_TASKS",
+                    &value,
+                    "CubeCL's tasks per submission must be a whole number from 1 to 65536 \
+                     (default 32); fix or unset it",
+                ))
+            }
+        },
+    };
+    // CubeCL writes each kernel's SPIR-V there and panics where it cannot.
+    if let Some(dir) = std::env::var_os("CUBECL_DEBUG_SPIRV") {
+        let writable = dir.to_str().is_some()
+            && std::fs::metadata(&dir).is_ok_and(|m| m.is_dir())
+            && tempfile::tempfile_in(&dir).is_ok();
+        if !writable {
+            return Err(setting(
+                "CUBECL_DEBUG_SPIRV",
+                &dir,
+                "CubeCL writes each kernel's SPIR-V there, but it is not a folder tilemm can \
+                 write in; fix or unset it",
+            ));
+        }
+    }
+    Ok(RuntimeOptions {
+        tasks_max,
+        memory_config: Default::default(),
+    })
 }
