@@ -648,3 +648,50 @@ fn damage_at_random(build: &Path, rng: &mut Rng) -> String {
         _ => "nothing".into(),
     }
 }
+
+#[test]
+fn a_kernel_cache_left_by_another_user_is_moved_aside_and_rebuilt() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Files of another user can only be made as root; CI runs as root and sets this.
+        assert!(
+            std::env::var_os("TILEMM_EXPECT_ROOT").is_none(),
+            "TILEMM_EXPECT_ROOT is set but the tests do not run as root"
+        );
+        println!("branch: not root, so the two-user case did not run (CI runs it as root)");
+        return;
+    }
+    println!("branch: root, acting as root and then as nobody (setpriv)");
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    let chmod = |path: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    chmod(root.path(), 0o755);
+    std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+    // One `sudo tilemm run` into the user's cache: root's kernels/ and store.
+    assert_passes(&run(&cache, "naive"), "as root");
+    let as_nobody = || {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_tilemm"))
+            .args([
+                "run", "--kernel", "naive", "-m", "33", "-k", "20", "-n", "17",
+            ])
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .env("TILEMM_CACHE_DIR", &cache)
+            .env("HOME", "/nonexistent")
+            .output()
+            .expect("setpriv from util-linux");
+        assert_passes(&out, "as nobody")
+    };
+    let out = as_nobody();
+    assert!(out.contains("belongs to another user"), "{out}");
+    let out = as_nobody();
+    assert!(
+        !out.contains("note"),
+        "the cache was not usable again: {out}"
+    );
+}

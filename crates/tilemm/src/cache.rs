@@ -197,11 +197,34 @@ fn usable(root: &Path, notes: &mut Vec<String>) -> Result<(), String> {
             Path::new(&aside).display()
         ));
     }
-    std::fs::create_dir_all(root).map_err(|e| format!("cannot create it: {e}"))?;
-    // An unnamed file: nothing at a fixed name (a FIFO) can get in the way.
-    tempfile::tempfile_in(root)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, b"tilemm"))
-        .map_err(|e| format!("cannot write in it: {e}"))?;
+    // Made, and written through an unnamed file: nothing at a fixed name (a FIFO) can get in
+    // the way.
+    let make = || {
+        std::fs::create_dir_all(root)?;
+        let mut probe = tempfile::tempfile_in(root)?;
+        std::io::Write::write_all(&mut probe, b"tilemm")
+    };
+    if let Err(e) = make() {
+        let why = format!("cannot create it or write in it: {e}");
+        if e.kind() != std::io::ErrorKind::PermissionDenied {
+            return Err(why);
+        }
+        // Another user's (after one `sudo tilemm`): the build's folder, or `kernels/` above
+        // it, is moved aside where its parent allows, and made again.
+        let aside =
+            |dir: &Path| PathBuf::from(format!("{}.other-{}", dir.display(), std::process::id()));
+        let moved = [root, root.parent().unwrap_or(root)]
+            .into_iter()
+            .filter(|dir| dir.exists())
+            .find_map(|dir| std::fs::rename(dir, aside(dir)).ok().map(|()| aside(dir)))
+            .ok_or_else(|| why.clone())?;
+        make().map_err(|_| why)?;
+        notes.push(format!(
+            "kernel cache {} belongs to another user ({e}); moved it to {}",
+            root.display(),
+            moved.display()
+        ));
+    }
     let free = crate::host::free_disk_bytes(root).map_err(|e| format!("cannot stat it: {e}"))?;
     if free < MIN_FREE_BYTES {
         return Err(format!(

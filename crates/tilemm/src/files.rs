@@ -67,11 +67,16 @@ pub(crate) fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 /// Anything else at `path` (a FIFO, a link, a directory) is removed first: it is a path in
 /// tilemm's cache directory, and a lock file's content means nothing.
 pub(crate) fn lock(path: &Path, wait: Duration) -> io::Result<File> {
+    // Read-only where it is another user's: flock needs no write access.
     let open = || {
         open_regular(
             path,
             OpenOptions::new().create(true).truncate(false).write(true),
         )
+        .or_else(|e| match e.kind() {
+            io::ErrorKind::PermissionDenied => open_regular(path, OpenOptions::new().read(true)),
+            _ => Err(e),
+        })
     };
     let file = match open() {
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
