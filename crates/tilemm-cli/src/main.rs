@@ -316,7 +316,8 @@ fn unnamed<T: Clone>(flag: &str, named: &[Named<T>], tpb: &[u32]) -> tilemm::Res
             .split(':')
             .skip(1)
             .find_map(|s| s.trim().strip_prefix("tpb="));
-        if let Some(own) = own.filter(|own| tpb.iter().any(|t| t.to_string() != own.trim())) {
+        let differs = |own: &&str| tpb.iter().any(|&t| own.trim().parse() != Ok(t));
+        if let Some(own) = own.filter(differs) {
             let given: Vec<String> = tpb.iter().map(u32::to_string).collect();
             return Err(tilemm::Error::View(format!(
                 "--tpb {} conflicts with tpb={own} in {flag} {}: give the tile size once",
@@ -480,7 +481,12 @@ fn main() -> ExitCode {
             .location()
             .map(|l| format!(" at {l}"))
             .unwrap_or_default();
-        *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{message}{place}"));
+        if std::thread::current().name() == Some("main") {
+            *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{message}{place}"));
+        } else {
+            // A runtime's own thread, which its runtime catches: said, in one line.
+            complain(&format!("note: a runtime thread stopped: {message}{place}"));
+        }
     }));
     let result = std::panic::catch_unwind(|| dispatch(cli.command)).unwrap_or_else(|_| {
         let what = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();

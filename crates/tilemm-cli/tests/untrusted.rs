@@ -85,7 +85,8 @@ fn build_dir(cache: &Path) -> PathBuf {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        // The build's identity: 16 hex digits (what was moved aside has a suffix).
+        .filter(|p| p.is_dir() && p.file_name().unwrap().len() == 16)
         .collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs.pop().unwrap()
@@ -520,7 +521,7 @@ fn conflicting_tile_sizes_are_refused_naming_both() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(
-            err.contains("--tpb") && err.contains("tpb=8") || err.contains("tpb=32"),
+            err.contains("--tpb") && (err.contains("tpb=8") || err.contains("tpb=32")),
             "{err}"
         );
     }
@@ -544,6 +545,67 @@ fn conflicting_tile_sizes_are_refused_naming_both() {
         &none,
     );
     assert_passes(&out, "same tpb");
+}
+
+/// The records of the store under `cache`: (chunk path, entry), read as its format says
+/// (cache/store.rs: a header line, then u16 path length, path, u32 entry length, entry, u64
+/// checksum).
+fn store_records(cache: &Path) -> Vec<(String, Vec<u8>)> {
+    let bytes = std::fs::read(build_dir(cache).join("kernels.bin")).unwrap();
+    let header = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut rest = &bytes[header..];
+    let mut records = Vec::new();
+    while !rest.is_empty() {
+        let len = u16::from_le_bytes([rest[0], rest[1]]) as usize;
+        let path = String::from_utf8(rest[2..2 + len].to_vec()).unwrap();
+        rest = &rest[2 + len..];
+        let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+        records.push((path, rest[4..4 + len].to_vec()));
+        rest = &rest[4 + len + 8..];
+    }
+    records
+}
+
+#[test]
+fn processes_running_at_once_keep_every_kernel_once() {
+    let cache = tempfile::tempdir().unwrap();
+    let kernels = ["naive", "tiled", "tiled:tpb=8", "naive:tpb=8"];
+    let spawn = |kernel: &str| {
+        Command::new(env!("CARGO_BIN_EXE_tilemm"))
+            .args([
+                "run", "--kernel", kernel, "-m", "33", "-k", "20", "-n", "17",
+            ])
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .env("TILEMM_CACHE_DIR", cache.path())
+            .output()
+    };
+    let runs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = kernels.iter().map(|k| s.spawn(move || spawn(k))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect()
+    });
+    for (kernel, out) in kernels.iter().zip(&runs) {
+        assert_passes(out, kernel);
+    }
+    let records = store_records(cache.path());
+    let mut distinct = records.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), records.len(), "a kernel was kept twice");
+    assert!(records.len() >= kernels.len(), "{} records", records.len());
+    // The store is stable: running them again adds nothing.
+    for kernel in kernels {
+        assert_passes(&run(cache.path(), kernel), kernel);
+    }
+    assert_eq!(store_records(cache.path()), records);
+    let work = build_dir(cache.path()).join("work");
+    assert_eq!(
+        std::fs::read_dir(work).unwrap().count(),
+        0,
+        "work folders were left"
+    );
 }
 
 /// A small deterministic generator (xorshift): the soak is the same on every machine.
@@ -694,4 +756,14 @@ fn a_kernel_cache_left_by_another_user_is_moved_aside_and_rebuilt() {
         !out.contains("note"),
         "the cache was not usable again: {out}"
     );
+    // Root's files inside the user's own build folder: the folder is moved aside too.
+    for name in ["lock", "kernels.bin"] {
+        std::os::unix::fs::chown(build_dir(&cache).join(name), Some(0), Some(0)).unwrap();
+        let out = as_nobody();
+        assert!(
+            out.contains(&format!("its {name} belongs to user 0")),
+            "{out}"
+        );
+        assert!(!as_nobody().contains("note"), "{name}: not usable again");
+    }
 }

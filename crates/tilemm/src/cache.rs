@@ -5,8 +5,8 @@
 //! Compiled kernels are CubeCL's compilation cache (SPIR-V on Vulkan, PTX on CUDA, code objects
 //! on HIP), switched on here because CubeCL leaves it off: without it every process generates
 //! and compiles every kernel again, about 2 s for one register-tiled kernel on lavapipe, against
-//! tens of milliseconds to load it. CubeCL keys a kernel by its name, configuration and the
-//! device's properties, not by its code, so the kernels are kept per build of tilemm
+//! tens of milliseconds to load it. CubeCL keys a kernel by its name and configuration (and on
+//! wgpu the device's properties), not by its code, so the kernels are kept per build of tilemm
 //! (`kernels/<build>/`), at most 8 MiB of them, about 170 kernels (a process reads them all
 //! when it opens a device, about 10 ms per MiB on lavapipe's host); directories of other builds
 //! unused for 30 days are removed. tilemm keeps them in a store of its own that it checks
@@ -24,6 +24,7 @@
 
 mod store;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -43,11 +44,13 @@ const STALE_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// tilemm's cache directory: `$TILEMM_CACHE_DIR`, else `tilemm` under the user's cache
 /// directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
+/// Made absolute, so that a library's caller changing directory does not move it.
 pub fn dir() -> Option<PathBuf> {
-    match std::env::var_os("TILEMM_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => Some(dirs::cache_dir()?.join("tilemm")),
-    }
+    let dir = match std::env::var_os("TILEMM_CACHE_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => dirs::cache_dir()?.join("tilemm"),
+    };
+    std::path::absolute(dir).ok()
 }
 
 /// Whether kernels compiled by this process are kept for the next.
@@ -204,7 +207,21 @@ fn usable(root: &Path, notes: &mut Vec<String>) -> Result<(), String> {
         let mut probe = tempfile::tempfile_in(root)?;
         std::io::Write::write_all(&mut probe, b"tilemm")
     };
-    if let Err(e) = make() {
+    // What another user left inside (one `sudo tilemm`) is neither writable nor trusted.
+    let foreign = || {
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        ["kernels.bin", "lock", "work"].iter().find_map(|name| {
+            let meta = std::fs::symlink_metadata(root.join(name)).ok()?;
+            (meta.uid() != me).then(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("its {name} belongs to user {}", meta.uid()),
+                )
+            })
+        })
+    };
+    if let Err(e) = make().and_then(|()| foreign().map_or(Ok(()), Err)) {
         let why = format!("cannot create it or write in it: {e}");
         if e.kind() != std::io::ErrorKind::PermissionDenied {
             return Err(why);
@@ -248,7 +265,7 @@ fn remove_stale(kernels: &Path) {
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE_AFTER);
-        if stale && entry.file_name() != BUILD {
+        if stale && entry.file_name() != BUILD && !store::in_use(&entry.path()) {
             let _ = crate::files::remove_any(&entry.path());
         }
     }

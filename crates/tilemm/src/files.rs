@@ -32,6 +32,15 @@ pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result
     }))
 }
 
+/// Whether `path` still names the open `file`.
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
 fn not_regular(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
@@ -41,7 +50,11 @@ fn not_regular(what: &str) -> io::Error {
 
 /// The whole of the regular file at `path`, refused past `limit` bytes.
 pub(crate) fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = open_regular(path, OpenOptions::new().read(true))?;
+    read_file(open_regular(path, OpenOptions::new().read(true))?, limit)
+}
+
+/// The whole of an open regular file, refused past `limit` bytes.
+pub(crate) fn read_file(file: File, limit: u64) -> io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > limit {
         return Err(io::Error::new(
@@ -89,6 +102,11 @@ pub(crate) fn lock(path: &Path, wait: Duration) -> io::Result<File> {
     let start = Instant::now();
     loop {
         match file.try_lock() {
+            // Another process may have replaced the path meanwhile (taking it back from a
+            // FIFO, say): a lock counts only on the file the path names.
+            Ok(()) if !same_file(&file, path) => {
+                return lock(path, wait.saturating_sub(start.elapsed()))
+            }
             Ok(()) => return Ok(file),
             Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
                 std::thread::sleep(Duration::from_millis(10));

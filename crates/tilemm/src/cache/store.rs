@@ -15,7 +15,8 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
-use std::path::{Component, Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -57,14 +58,17 @@ impl Record {
     }
 }
 
-/// A chunk path CubeCL writes: relative, plain names, a `.cbor` file.
+/// The chunk files CubeCL 0.10's compilation caches read (one per backend, relative to the cache
+/// root; it never splits them): only these are written out or kept, so no record can put a
+/// folder where CubeCL expects a file.
+const CHUNKS: [&str; 3] = [
+    "vulkan/0.10.0/spirv/chunk0.cbor",
+    "cuda/0.10.0/ptx/chunk0.cbor",
+    "hip/0.10.0/hip-kernel/chunk0.cbor",
+];
+
 fn is_chunk_path(path: &str) -> bool {
-    !path.is_empty()
-        && path.len() < 1024
-        && path.ends_with(".cbor")
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
+    CHUNKS.contains(&path)
 }
 
 /// The records of a store file, or where and why it does not check out.
@@ -134,6 +138,8 @@ pub(crate) struct Store {
     /// The lock that says this process owns `work`.
     _owner: File,
     pid: u32,
+    /// The store's size past which new kernels are not kept.
+    max_bytes: u64,
     taken: Mutex<Taken>,
 }
 
@@ -150,7 +156,7 @@ impl Store {
         let work_root = root.join("work");
         remove_orphans(&work_root);
         let path = root.join(STORE);
-        let records = match files::read_regular(&path, max_bytes) {
+        let records = match read_own(&path, max_bytes) {
             Ok(bytes) => decode(&bytes).unwrap_or_else(|why| {
                 quarantine(&path, &why, notes);
                 Vec::new()
@@ -171,23 +177,16 @@ impl Store {
         let (work, owner) =
             make_work(&work_root).map_err(|e| format!("{}: {e}", work_root.display()))?;
         let mut taken = Taken::default();
-        let mut chunks: Vec<(&str, Vec<u8>)> = Vec::new();
-        for record in &records {
-            taken.stored.insert(record.checksum());
-            match chunks.iter_mut().find(|(chunk, _)| *chunk == record.chunk) {
-                Some((_, bytes)) => bytes.extend(&record.entry),
-                None => chunks.push((&record.chunk, record.entry.clone())),
-            }
+        if let Err(e) = write_out(&work, &records, &mut taken) {
+            // What cannot be written out is not used: the store starts again.
+            quarantine(&path, &e, notes);
+            rewrite(&path, &[]).map_err(|e| format!("{}: {e}", path.display()))?;
+            let _ = std::fs::remove_dir_all(&work);
+            std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+            taken = Taken::default();
         }
-        for (chunk, bytes) in chunks {
-            let file = work.join(chunk);
-            let written = file
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&file, &bytes));
-            written.map_err(|e| format!("{}: {e}", file.display()))?;
-            taken.read.insert(chunk.to_string(), bytes.len() as u64);
-        }
+        // Its age says it is in use (other builds' folders are removed when unused).
+        let _ = std::fs::File::open(root).and_then(|d| d.set_modified(SystemTime::now()));
         drop(turn);
         Ok(Store {
             path,
@@ -195,6 +194,7 @@ impl Store {
             work,
             _owner: owner,
             pid: std::process::id(),
+            max_bytes,
             taken: Mutex::new(taken),
         })
     }
@@ -208,6 +208,15 @@ impl Store {
     /// busy or damaged store keeps them for a later call (or loses them, which costs one
     /// compilation in a later process).
     pub(crate) fn keep_new(&self) {
+        self.keep_new_waiting(Duration::ZERO);
+    }
+
+    /// [`Store::keep_new`], waiting at most `wait` for another process's turn.
+    fn keep_new_waiting(&self, wait: Duration) {
+        // A forked child's folder and store are its parent's.
+        if std::process::id() != self.pid {
+            return;
+        }
         let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
         for (chunk, file) in chunk_files(&self.work) {
             let read = taken.read.get(&chunk).copied().unwrap_or(0);
@@ -229,28 +238,36 @@ impl Store {
         if taken.pending.is_empty() {
             return;
         }
-        let Ok(_turn) = files::lock(&self.lock, LOCK_WAIT) else {
+        let Ok(_turn) = files::lock(&self.lock, wait) else {
             return;
         };
         // What other processes stored meanwhile is not stored twice; a store damaged meanwhile
         // is left for the next process to move aside.
-        let Ok(records) = files::read_regular(&self.path, u32::MAX.into()).map(|b| decode(&b))
-        else {
+        let Ok(Ok(records)) = read_own(&self.path, self.max_bytes).map(|b| decode(&b)) else {
             return;
         };
-        let Ok(records) = records else { return };
         taken.stored.extend(records.iter().map(Record::checksum));
-        let pending = std::mem::take(&mut taken.pending);
+        let Ok(mut file) = files::open_regular(&self.path, OpenOptions::new().append(true)) else {
+            return;
+        };
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            return;
+        };
         let mut bytes = Vec::new();
-        for record in pending {
-            if taken.stored.insert(record.checksum()) {
-                record.encode(&mut bytes);
+        for record in std::mem::take(&mut taken.pending) {
+            let mut encoded = Vec::new();
+            record.encode(&mut encoded);
+            // Past its size the store keeps what it has (starting again would have every
+            // process compile everything again): a kernel that does not fit is not kept.
+            let fits = len + (bytes.len() + encoded.len()) as u64 <= self.max_bytes;
+            if fits && taken.stored.insert(record.checksum()) {
+                bytes.extend(encoded);
             }
         }
-        let appended = files::open_regular(&self.path, OpenOptions::new().append(true))
-            .and_then(|mut file| file.write_all(&bytes));
-        if appended.is_err() {
-            // Not stored after all: a later call tries again.
+        if file.write_all(&bytes).is_err() {
+            // A record cut short (a full disk, a quota) would make the whole store fail its
+            // check: it is cut back, and tried again later.
+            let _ = file.set_len(len);
             let records = decode(&[MAGIC, &bytes].concat()).unwrap_or_default();
             for record in &records {
                 taken.stored.remove(&record.checksum());
@@ -263,10 +280,49 @@ impl Store {
     /// process that made it, not in a forked child).
     pub(crate) fn close(&self) {
         if std::process::id() == self.pid {
-            self.keep_new();
+            self.keep_new_waiting(LOCK_WAIT);
             let _ = std::fs::remove_dir_all(&self.work);
         }
     }
+}
+
+/// The store at `path` if this user owns it and no one else may write it: another user's
+/// (even for root) could hold anything under valid checksums.
+fn read_own(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = files::open_regular(path, OpenOptions::new().read(true))?;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me || meta.mode() & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "owned by user {} with mode {:o}: only this user's own store is trusted",
+                meta.uid(),
+                meta.mode() & 0o777
+            ),
+        ));
+    }
+    files::read_file(file, limit)
+}
+
+/// Writes the store's records out as CubeCL's chunk files in `work`, noting what was taken.
+fn write_out(work: &Path, records: &[Record], taken: &mut Taken) -> Result<(), String> {
+    for chunk in CHUNKS {
+        let ours = || records.iter().filter(|r| r.chunk == chunk);
+        taken.stored.extend(ours().map(Record::checksum));
+        let bytes: Vec<u8> = ours().flat_map(|r| r.entry.iter().copied()).collect();
+        if bytes.is_empty() {
+            continue;
+        }
+        let file = work.join(chunk);
+        file.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&file, &bytes))
+            .map_err(|e| format!("cannot write it out: {}: {e}", file.display()))?;
+        taken.read.insert(chunk.to_string(), bytes.len() as u64);
+    }
+    Ok(())
 }
 
 /// Moves a damaged store aside, replacing what was moved aside before, and says so.
@@ -295,6 +351,7 @@ fn rewrite(path: &Path, records: &[Record]) -> io::Result<()> {
     }
     let mut temp = tempfile::NamedTempFile::new_in(dir)?;
     temp.write_all(&bytes)?;
+    temp.as_file().sync_all()?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -313,6 +370,17 @@ fn make_work(work_root: &Path) -> io::Result<(PathBuf, File)> {
     std::fs::create_dir(&work)?;
     let owner = files::lock(&work.join("owner"), Duration::ZERO)?;
     Ok((work, owner))
+}
+
+/// Whether a process is using the build folder `root` (one of its work folders is owned).
+pub(crate) fn in_use(root: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(root.join("work")) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        files::open_regular(&entry.path().join("owner"), OpenOptions::new().read(true))
+            .is_ok_and(|owner| owner.try_lock().is_err())
+    })
 }
 
 /// Removes the work folders whose process has died (their owner lock is free), and anything
@@ -404,13 +472,56 @@ mod tests {
                 assert_eq!(kept, records[..kept.len()], "a cut at {at}");
             }
         }
-        let bad = Record {
-            chunk: "../escape.cbor".into(),
-            entry: entry(0),
-        };
-        let mut bytes = MAGIC.to_vec();
-        bad.encode(&mut bytes);
-        assert!(decode(&bytes).unwrap_err().contains("chunk path"));
+        // Valid checksums are not enough: only CubeCL's chunk files are written out.
+        for chunk in [
+            "../escape.cbor",
+            "vulkan/0.10.0/spirv/chunk0.cbor/x.cbor",
+            "toc.json.log",
+        ] {
+            let bad = Record {
+                chunk: chunk.into(),
+                entry: entry(0),
+            };
+            let mut bytes = MAGIC.to_vec();
+            bad.encode(&mut bytes);
+            assert!(
+                decode(&bytes).unwrap_err().contains("chunk path"),
+                "{chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_store_others_may_write_is_not_trusted_and_a_full_one_stops_growing() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let chunk = CHUNKS[0];
+        let record_len = |n: u8| 2 + chunk.len() + 4 + entry(n).len() + 8;
+        // Room for the header and one record.
+        let max = (MAGIC.len() + record_len(1)) as u64;
+        let mut notes = Vec::new();
+        let store = Store::open(dir.path(), max, &mut notes).unwrap();
+        let file = store.work().join(chunk);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, [entry(1), entry(2)].concat()).unwrap();
+        store.close();
+        let path = dir.path().join(STORE);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), max);
+        let store = Store::open(dir.path(), max, &mut notes).unwrap();
+        assert_eq!(std::fs::read(store.work().join(chunk)).unwrap(), entry(1));
+        store.close();
+        assert!(notes.is_empty(), "{notes:?}");
+
+        // Writable by others: anything could be in it, checksums included.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let store = Store::open(dir.path(), max, &mut notes).unwrap();
+        assert!(
+            notes[0].contains("only this user's own store is trusted"),
+            "{notes:?}"
+        );
+        assert!(!store.work().join(chunk).exists());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o022, 0, "{mode:o}");
     }
 
     #[test]
