@@ -10,7 +10,7 @@
 //! (`kernels/<build>/`), at most 8 MiB of them, about 170 kernels (a process reads them all
 //! when it opens a device, about 10 ms per MiB on lavapipe's host); directories of other builds
 //! unused for 30 days are removed. tilemm keeps them in a store of its own that it checks
-//! ([`store`]), and CubeCL works on a copy of the process's own.
+//! (`cache/store.rs`), and CubeCL works on a copy of the process's own.
 //!
 //! Nothing here is ever fatal: a damaged store is moved aside with a note and rebuilt, and a
 //! cache directory that is missing, unwritable or on a full disk turns the kernel cache off for
