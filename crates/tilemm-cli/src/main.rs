@@ -471,12 +471,7 @@ fn main() -> ExitCode {
     // A panic (a bug, or a dependency's) is one line on stderr and exit 2, like any refusal:
     // the hook keeps its message and place, and the command is caught where it unwinds to.
     std::panic::set_hook(Box::new(|info| {
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
+        let message = tilemm::panic_message(info.payload());
         let place = info
             .location()
             .map(|l| format!(" at {l}"))
@@ -488,11 +483,13 @@ fn main() -> ExitCode {
             complain(&format!("note: a runtime thread stopped: {message}{place}"));
         }
     }));
-    let result = std::panic::catch_unwind(|| dispatch(cli.command)).unwrap_or_else(|_| {
+    let result = std::panic::catch_unwind(|| dispatch(cli.command)).unwrap_or_else(|payload| {
+        // The hook's record has the place; a panic resumed from another thread has only its
+        // payload.
         let what = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
         Err(Failure::Tilemm(tilemm::Error::View(format!(
             "internal error (please report it): {}",
-            what.unwrap_or_default()
+            what.unwrap_or_else(|| tilemm::panic_message(&*payload))
         ))))
     });
     let result =

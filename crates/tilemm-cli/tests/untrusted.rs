@@ -303,30 +303,27 @@ fn config_files_nearby_and_dependency_variables_change_nothing() {
 
     // Variables CubeCL reads itself: ignored where tilemm sets the setting, checked where it
     // passes one on.
+    let with = |name: &str, value: &str| {
+        tilemm_in(
+            cwd.path(),
+            cache.path().as_os_str(),
+            &args,
+            &[(name, OsStr::new(value))],
+        )
+    };
     for (name, value) in [
         ("CUBECL_DEBUG_LOG", "/etc/hostname/x"),
         ("CUBECL_DEBUG_OPTION", "bogus"),
         ("CUBECL_AUTOTUNE_LEVEL", "bogus"),
     ] {
-        let out = tilemm_in(
-            cwd.path(),
-            cache.path().as_os_str(),
-            &args,
-            &[(name, OsStr::new(value))],
-        );
-        assert_passes(&out, name);
+        assert_passes(&with(name, value), name);
     }
     for (name, value) in [
         ("CUBECL_WGPU_MAX_TASKS", "abc"),
         ("CUBECL_WGPU_MAX_TASKS", "0"),
         ("CUBECL_DEBUG_SPIRV", "/etc/hostname/x"),
     ] {
-        let out = tilemm_in(
-            cwd.path(),
-            cache.path().as_os_str(),
-            &args,
-            &[(name, OsStr::new(value))],
-        );
+        let out = with(name, value);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -337,13 +334,10 @@ fn config_files_nearby_and_dependency_variables_change_nothing() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains(name) && err.contains(value), "{err}");
     }
-    let out = tilemm_in(
-        cwd.path(),
-        cache.path().as_os_str(),
-        &args,
-        &[("CUBECL_WGPU_MAX_TASKS", OsStr::new("4"))],
+    assert_passes(
+        &with("CUBECL_WGPU_MAX_TASKS", "4"),
+        "CUBECL_WGPU_MAX_TASKS=4",
     );
-    assert_passes(&out, "CUBECL_WGPU_MAX_TASKS=4");
 }
 
 #[test]

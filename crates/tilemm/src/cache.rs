@@ -36,7 +36,7 @@ pub const BUILD: &str = env!("TILEMM_BUILD_ID");
 const MIN_FREE_BYTES: u64 = 256 << 20;
 
 /// Kernels kept per build at most: CubeCL reads all of them when a process opens a device, so
-/// past this the store starts again empty.
+/// past this the store keeps what it has.
 const MAX_KEPT_BYTES: u64 = 8 << 20;
 
 /// How long another build's kernels are kept unused.
@@ -121,16 +121,11 @@ fn set_up() -> Setup {
         KernelCache::Disabled
     } else {
         match open_store(&mut notes) {
-            Ok(store) => {
-                let root = store
-                    .work()
-                    .parent()
-                    .and_then(Path::parent)
-                    .map(Path::to_path_buf);
+            Ok((root, store)) => {
                 let _ = STORE.set(store);
                 // SAFETY: registers a function without arguments that catches its own panics.
                 unsafe { libc::atexit(close_store) };
-                KernelCache::On(root.unwrap_or_default())
+                KernelCache::On(root)
             }
             Err(why) => KernelCache::Off(why),
         }
@@ -173,8 +168,8 @@ extern "C" fn close_store() {
     });
 }
 
-/// The kernel store of this build, checked and repaired, or why there is none.
-fn open_store(notes: &mut Vec<String>) -> Result<store::Store, String> {
+/// The kernel store of this build (and its folder), checked and repaired, or why there is none.
+fn open_store(notes: &mut Vec<String>) -> Result<(PathBuf, store::Store), String> {
     let Some(base) = dir() else {
         return Err("no cache directory: set TILEMM_CACHE_DIR".into());
     };
@@ -182,7 +177,8 @@ fn open_store(notes: &mut Vec<String>) -> Result<store::Store, String> {
     let root = kernels.join(BUILD);
     usable(&root, notes).map_err(|why| format!("{}: {why}", root.display()))?;
     remove_stale(&kernels);
-    store::Store::open(&root, MAX_KEPT_BYTES, notes)
+    let store = store::Store::open(&root, MAX_KEPT_BYTES, notes)?;
+    Ok((root, store))
 }
 
 /// Whether kernels can be kept under `root`: a directory (what else is there is moved aside)

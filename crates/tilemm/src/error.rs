@@ -211,6 +211,15 @@ pub enum Error {
     },
 }
 
+/// A panic's message (its payload, where it is text), for the one line that reports it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
 /// A message that may span several lines (a runtime's, often with a backtrace; a parser's) as
 /// one line: tilemm's refusals are one line each.
 pub fn one_line(message: &str) -> String {

@@ -135,10 +135,11 @@ pub(crate) fn remove_any(path: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn mkfifo(path: &Path) {
+    /// A FIFO at `path` (the tests' hostile cache file).
+    pub(crate) fn mkfifo(path: &Path) {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.

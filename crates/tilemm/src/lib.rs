@@ -55,7 +55,7 @@ pub mod verify;
 pub use backend::{Backend, GpuSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
 pub use element::{Element, HostData};
-pub use error::{one_line, Error, Result, Unavailable};
+pub use error::{one_line, panic_message, Error, Result, Unavailable};
 pub use ladder::{Config, Kernel};
 pub use plan::Plan;
 pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};

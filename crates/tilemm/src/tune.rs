@@ -833,9 +833,7 @@ mod tests {
         // the next save.
         let mkfifo = |fifo: &Path| {
             let _ = std::fs::remove_file(fifo);
-            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-            // SAFETY: a NUL-terminated path.
-            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            crate::files::tests::mkfifo(fifo);
         };
         std::fs::remove_dir(&path).unwrap();
         mkfifo(&path);

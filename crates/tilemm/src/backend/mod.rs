@@ -267,14 +267,12 @@ impl GpuSession {
 /// (Python, BLAS callers), where a runtime's panic would end them.
 fn guarded<T>(device: impl FnOnce() -> String, work: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".into());
         Err(Error::Device {
             device: device(),
-            reason: format!("the runtime stopped: {message}"),
+            reason: format!(
+                "the runtime stopped: {}",
+                crate::error::panic_message(&*payload)
+            ),
         })
     })
 }

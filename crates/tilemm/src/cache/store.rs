@@ -218,16 +218,17 @@ impl Store {
             return;
         }
         let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
-        for (chunk, file) in chunk_files(&self.work) {
-            let read = taken.read.get(&chunk).copied().unwrap_or(0);
-            let Ok(bytes) = read_from(&file, read) else {
+        // The chunk files CubeCL writes (absent until a backend opens a device).
+        for chunk in CHUNKS {
+            let read = taken.read.get(chunk).copied().unwrap_or(0);
+            let Ok(bytes) = read_from(&self.work.join(chunk), read) else {
                 continue;
             };
             let (entries, used) = complete_entries(&bytes);
-            taken.read.insert(chunk.clone(), read + used as u64);
+            taken.read.insert(chunk.to_string(), read + used as u64);
             for entry in entries {
                 let record = Record {
-                    chunk: chunk.clone(),
+                    chunk: chunk.to_string(),
                     entry,
                 };
                 if !taken.stored.contains(&record.checksum()) {
@@ -401,36 +402,6 @@ fn remove_orphans(work_root: &Path) {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
-}
-
-/// The chunk files under the work folder: (path relative to it, path).
-fn chunk_files(work: &Path) -> Vec<(String, PathBuf)> {
-    fn walk(dir: &Path, rel: &str, depth: usize, out: &mut Vec<(String, PathBuf)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let (Ok(kind), Some(name)) = (
-                entry.file_type(),
-                entry.file_name().to_str().map(String::from),
-            ) else {
-                continue;
-            };
-            let rel = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            if kind.is_dir() && depth < 8 {
-                walk(&entry.path(), &rel, depth + 1, out);
-            } else if kind.is_file() && is_chunk_path(&rel) {
-                out.push((rel, entry.path()));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(work, "", 0, &mut out);
-    out
 }
 
 /// The bytes of the regular file `path` from `offset` on.
