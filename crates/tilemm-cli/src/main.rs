@@ -12,7 +12,7 @@ use tilemm::compile_check::{self, Arch, Toolchain};
 use tilemm::emit::{self, Target};
 use tilemm::plan::format_bytes;
 use tilemm::run::{plan_host_memory, Inputs, RunOptions, Runner};
-use tilemm::tune::{self, TuneOptions};
+use tilemm::tune::{self, TuneBudget, TuneOptions};
 use tilemm::{
     inputs, one_line, Backend, Config, DType, KernelChoice, Plan, Precision, Problem, Shape,
 };
@@ -33,6 +33,9 @@ enum Command {
     Run(RunArgs),
     /// Measure kernels and the CPU path the same way: warm-up, repeated runs, median, checked.
     Bench(BenchArgs),
+    /// Tune `--kernel auto` for a sweep of sizes and element types, and keep the choices in the
+    /// tuning cache, so that later runs of those shape classes start at once.
+    Tune(TuneCommandArgs),
     /// Print the source the JIT generates for a kernel (CUDA, HIP or WGSL), without a device.
     Emit {
         /// Kernel: a rung of the ladder, optionally with its settings (`tiled:tpb=32`).
@@ -73,28 +76,32 @@ struct DeviceArgs {
     device: Option<usize>,
 }
 
-/// How `--kernel auto` tunes: shared by `run` and `bench`.
+/// How `--kernel auto` tunes: shared by `run`, `bench` and `tune`.
 #[derive(Args)]
 struct TuneArgs {
-    /// Seconds after which `auto` starts no further candidate when its cache has no choice for
-    /// the device and shape class (the best-ranked candidate is always timed; the candidate
-    /// running then, and the winner's verification, finish). The cache file is
-    /// $TILEMM_CACHE_DIR/tuning.json, else tilemm/tuning.json in the user's cache directory.
-    #[arg(long, default_value_t = 20.0, value_name = "SECONDS", value_parser = budget, allow_negative_numbers = true)]
-    tune_budget: f64,
+    /// How long `auto` may time candidates when the cache does not hold the device and shape
+    /// class as fully tuned: auto (about 1 s, or 20× the product's own time if longer; later
+    /// runs of the class go on where it stopped), full (every candidate the model keeps), or
+    /// seconds (0: the best-ranked candidate alone). The best-ranked candidate not yet timed
+    /// always is, and the winner is verified. Default: auto for `run`, full for `bench` and
+    /// `tune`. The cache file is $TILEMM_CACHE_DIR/tuning.json, else tilemm/tuning.json in
+    /// the user's cache directory.
+    #[arg(long, value_name = "auto|full|SECONDS", allow_negative_numbers = true)]
+    tune_budget: Option<TuneBudget>,
     /// Tune even when the cache holds a choice, and replace it.
     #[arg(long)]
     retune: bool,
 }
 
 impl TuneArgs {
-    fn options(&self) -> TuneOptions {
+    /// The options, with `budget` unless --tune-budget was given.
+    fn options(&self, budget: TuneBudget) -> TuneOptions {
         // On a terminal, a line on stderr says why the first run of a shape class waits.
         let on_tuning: fn(&str) = |line| {
             let _ = writeln!(io::stderr(), "tilemm: {line}");
         };
         TuneOptions {
-            budget: std::time::Duration::from_secs_f64(self.tune_budget),
+            budget: self.tune_budget.unwrap_or(budget),
             retune: self.retune,
             on_tuning: io::IsTerminal::is_terminal(&io::stderr()).then_some(on_tuning),
             ..TuneOptions::default()
@@ -122,15 +129,6 @@ fn peak_gflops(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a positive number of GFLOPS"))
 }
 
-/// A tuning budget in seconds: finite and not negative.
-fn budget(s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|b| b.is_finite() && (0.0..=1e6).contains(b))
-        .ok_or_else(|| format!("'{s}' is not a number of seconds between 0 and 1000000"))
-}
-
 #[derive(Args)]
 struct RunArgs {
     /// Kernel: auto (the tuner picks, and remembers, the fastest rung for the device and
@@ -153,11 +151,12 @@ struct RunArgs {
     /// Products in the batch: A, B and C hold that many matrices each.
     #[arg(long, default_value_t = 1, conflicts_with = "a", value_parser = dimension)]
     batch: usize,
-    /// A is stored transposed (K×M) and used as Aᵀ: a view, not a copy.
-    #[arg(long, conflicts_with = "a")]
+    /// A is stored transposed (K×M; with --a, the file as stored) and used as Aᵀ: a view, not
+    /// a copy, as BLAS's TRANSA.
+    #[arg(long)]
     trans_a: bool,
-    /// B is stored transposed (N×K) and used as Bᵀ.
-    #[arg(long, conflicts_with = "a")]
+    /// B is stored transposed (N×K; with --b, the file as stored) and used as Bᵀ.
+    #[arg(long)]
     trans_b: bool,
     /// α in C = α·A·B + β·C.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -167,9 +166,10 @@ struct RunArgs {
     beta: f64,
     /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32), tf32 (f32 data
     /// multiplied by tf32 matrix units, NVIDIA sm_80 and later through cuda; never chosen
-    /// for f32) or f64.
-    #[arg(long, default_value = "f32", conflicts_with = "a")]
-    dtype: DType,
+    /// for f32) or f64. Default: f32, or the files' type; with files it must be theirs (tf32:
+    /// float32 files).
+    #[arg(long)]
+    dtype: Option<DType>,
     /// Seed of the random inputs (uniform in [-1, 1)).
     #[arg(long, default_value_t = 0, conflicts_with = "a")]
     seed: u64,
@@ -181,8 +181,8 @@ struct RunArgs {
     /// Read B from a .npy file of A's dtype (needs --a).
     #[arg(long, requires = "a", value_name = "B.npy")]
     b: Option<PathBuf>,
-    /// Read C's initial value from a .npy file of A's dtype (needs --a and a nonzero --beta);
-    /// C keeps the file's order.
+    /// Read C's initial value from a .npy file of A's dtype (needs --a); C keeps the file's
+    /// order. With β = 0 it is not read, as in BLAS.
     #[arg(long, requires = "a", value_name = "C0.npy")]
     c: Option<PathBuf>,
     /// Write C to a .npy file in its dtype (bf16 as float32, exactly; 3-D for a batch).
@@ -251,6 +251,31 @@ struct BenchArgs {
 }
 
 #[derive(Args)]
+struct TuneCommandArgs {
+    /// Problem sizes, comma-separated: N for N×N×N, or MxKxN. Each stands for its shape class
+    /// (M, K and N each rounded to the nearest power of two).
+    #[arg(long, value_delimiter = ',', default_value = "256,1024")]
+    sizes: Vec<Size>,
+    /// Element types, comma-separated: f32, f16, bf16, tf32 or f64; those the device cannot
+    /// compute are left out with a note.
+    #[arg(long, value_delimiter = ',', default_value = "f32")]
+    dtype: Vec<DType>,
+    /// A is stored transposed (K×M): its own shape class.
+    #[arg(long)]
+    trans_a: bool,
+    /// B is stored transposed (N×K): its own shape class.
+    #[arg(long)]
+    trans_b: bool,
+    #[command(flatten)]
+    target: DeviceArgs,
+    #[command(flatten)]
+    tune: TuneArgs,
+    /// Print the tuner's reports as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct CompileCheckArgs {
     /// Architectures, comma-separated (sm_75, sm_80, sm_86, sm_89, sm_90, gfx90a, gfx940, gfx1100).
     #[arg(
@@ -309,7 +334,7 @@ where
 
 /// The values of `named`, refused where one names a tile size (`:tpb=`) that `--tpb` contradicts:
 /// neither silently wins.
-fn unnamed<T: Clone>(flag: &str, named: &[Named<T>], tpb: &[u32]) -> tilemm::Result<Vec<T>> {
+fn unnamed<T: Clone>(flag: &str, named: &[Named<T>], tpb: &[u32]) -> Result<Vec<T>, Failure> {
     for n in named {
         let own = n
             .text
@@ -319,7 +344,7 @@ fn unnamed<T: Clone>(flag: &str, named: &[Named<T>], tpb: &[u32]) -> tilemm::Res
         let differs = |own: &&str| tpb.iter().any(|&t| own.trim().parse() != Ok(t));
         if let Some(own) = own.filter(differs) {
             let given: Vec<String> = tpb.iter().map(u32::to_string).collect();
-            return Err(tilemm::Error::View(format!(
+            return Err(Failure::Usage(format!(
                 "--tpb {} conflicts with tpb={own} in {flag} {}: give the tile size once",
                 given.join(","),
                 n.text
@@ -331,7 +356,7 @@ fn unnamed<T: Clone>(flag: &str, named: &[Named<T>], tpb: &[u32]) -> tilemm::Res
 
 /// The plans `configs` name (default: every rung in its default configuration, or with `tpb`,
 /// every rung that has that setting), each with every tile size of `tpb` when some are given.
-fn plans(configs: &[Config], tpb: &[u32]) -> tilemm::Result<Vec<Plan>> {
+fn plans(configs: &[Config], tpb: &[u32]) -> Result<Vec<Plan>, Failure> {
     let configs: Vec<Config> = if configs.is_empty() {
         // With --tpb alone, the rungs that have a TPB setting.
         let has_tpb = |k: &&tilemm::Kernel| {
@@ -355,7 +380,7 @@ fn plans(configs: &[Config], tpb: &[u32]) -> tilemm::Result<Vec<Plan>> {
             let config = config
                 .kernel()
                 .parse_config(&format!("tpb={t}"))
-                .map_err(tilemm::Error::View)?;
+                .map_err(Failure::Usage)?;
             plans.push(Plan::new(config));
         }
     }
@@ -398,6 +423,12 @@ impl std::str::FromStr for Size {
 enum Failure {
     /// The request could not be run.
     Tilemm(tilemm::Error),
+    /// Arguments that contradict each other.
+    Usage(String),
+    /// The plot could not be prepared or written.
+    Plot(String),
+    /// A panic: a bug, tilemm's or a dependency's.
+    Internal(String),
     /// Standard output could not be written.
     Stdout(io::Error),
 }
@@ -487,10 +518,9 @@ fn main() -> ExitCode {
         // The hook's record has the place; a panic resumed from another thread has only its
         // payload.
         let what = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Err(Failure::Tilemm(tilemm::Error::View(format!(
-            "internal error (please report it): {}",
-            what.unwrap_or_else(|| tilemm::panic_message(&*payload))
-        ))))
+        Err(Failure::Internal(
+            what.unwrap_or_else(|| tilemm::panic_message(&*payload)),
+        ))
     });
     let result =
         result.and_then(|code| io::stdout().flush().map(|()| code).map_err(Failure::Stdout));
@@ -503,7 +533,24 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
         Err(Failure::Tilemm(err)) => {
-            complain(&format!("error: {err}"));
+            // The library names the cargo feature; the command line says how to build it.
+            let rebuild = match &err {
+                tilemm::Error::NotBuilt { feature, .. } => {
+                    format!(" (rebuild: cargo build --release -p tilemm-cli --features {feature})")
+                }
+                _ => String::new(),
+            };
+            complain(&format!("error: {err}{rebuild}"));
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Usage(message) | Failure::Plot(message)) => {
+            complain(&format!("error: {message}"));
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Internal(message)) => {
+            complain(&format!(
+                "error: internal error (please report it): {message}"
+            ));
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -516,6 +563,7 @@ fn dispatch(command: Command) -> Result<ExitCode, Failure> {
     match command {
         Command::Run(args) => run_command(args),
         Command::Bench(args) => bench_command(args),
+        Command::Tune(args) => tune_command(args),
         Command::Devices { json } => devices_command(json),
         Command::CompileCheck(args) => compile_check_command(args),
         Command::Emit {
@@ -529,14 +577,14 @@ fn dispatch(command: Command) -> Result<ExitCode, Failure> {
 
 /// `--kernel` with `--tpb` applied: `--tpb` alone means the example's tiled kernel, and `auto`
 /// picks its own tile sizes.
-fn kernel_choice(kernel: Option<KernelChoice>, tpb: Option<u32>) -> tilemm::Result<KernelChoice> {
+fn kernel_choice(kernel: Option<KernelChoice>, tpb: Option<u32>) -> Result<KernelChoice, Failure> {
     let kernel = match (kernel, tpb) {
         (Some(kernel), _) => kernel,
         (None, Some(_)) => KernelChoice::Fixed(tilemm::Kernel::Tiled.default_config()),
         (None, None) => KernelChoice::Auto,
     };
     match (kernel, tpb) {
-        (KernelChoice::Auto, Some(_)) => Err(tilemm::Error::View(
+        (KernelChoice::Auto, Some(_)) => Err(Failure::Usage(
             "--tpb needs a rung (--kernel tiled, say): auto picks tile sizes itself".into(),
         )),
         (KernelChoice::Fixed(config), tpb) => Ok(KernelChoice::Fixed(
@@ -548,7 +596,7 @@ fn kernel_choice(kernel: Option<KernelChoice>, tpb: Option<u32>) -> tilemm::Resu
 
 /// What `bench --kernels` names, `--tpb` applied: `auto` (when named, or by default) and the
 /// plans. The default is auto and every rung in its default configuration.
-fn bench_choices(kernels: &[KernelChoice], tpb: &[u32]) -> tilemm::Result<(bool, Vec<Plan>)> {
+fn bench_choices(kernels: &[KernelChoice], tpb: &[u32]) -> Result<(bool, Vec<Plan>), Failure> {
     let fixed: Vec<Config> = kernels
         .iter()
         .filter_map(|k| match k {
@@ -557,7 +605,7 @@ fn bench_choices(kernels: &[KernelChoice], tpb: &[u32]) -> tilemm::Result<(bool,
         })
         .collect();
     if kernels.contains(&KernelChoice::Auto) && !tpb.is_empty() {
-        return Err(tilemm::Error::View(
+        return Err(Failure::Usage(
             "--tpb needs rungs (--kernels tiled, say): auto picks tile sizes itself".into(),
         ));
     }
@@ -584,19 +632,28 @@ fn run_command(args: RunArgs) -> CommandResult {
         backend: args.target.backend,
         device: args.target.device,
         kernel,
-        tune: args.tune.options(),
+        tune: args.tune.options(TuneBudget::Auto),
     };
     // Device and memory are checked before any input exists: a huge request fails with a
     // message, not an out-of-memory abort, and a file's data is read only once it is known to
     // fit.
     let outcome = match (&args.a, &args.b) {
         (Some(a_path), Some(b_path)) => {
+            let ops = inputs::FileOps {
+                trans_a: args.trans_a,
+                trans_b: args.trans_b,
+                dtype: args.dtype,
+            };
             let (problem, files) = inputs::OperandFiles::open(
                 a_path,
                 b_path,
                 args.c.as_deref(),
                 (args.alpha, args.beta),
+                ops,
             )?;
+            for note in &files.notes {
+                complain(&format!("note: {note}"));
+            }
             let runner = Runner::new(&problem, &options)?;
             let (a, b, c0) = files.read()?;
             let c0 = match c0 {
@@ -622,7 +679,7 @@ fn run_command(args: RunArgs) -> CommandResult {
                 broadcast_b: false,
                 alpha: args.alpha,
                 beta: args.beta,
-                precision: Precision::of(args.dtype),
+                precision: Precision::of(args.dtype.unwrap_or(DType::F32)),
             }
             .problem()?;
             let runner = Runner::new(&problem, &options)?;
@@ -655,6 +712,54 @@ fn run_command(args: RunArgs) -> CommandResult {
     }
 }
 
+fn tune_command(args: TuneCommandArgs) -> CommandResult {
+    let mut notes = Vec::new();
+    let Some(gpu) = open_device(args.target.backend, args.target.device, &mut notes)? else {
+        return Err(Failure::Usage(
+            "tune needs a GPU device, and none was found or the CPU was named: the CPU path \
+             has nothing to tune"
+                .into(),
+        ));
+    };
+    for note in &notes {
+        complain(&format!("note: {note}"));
+    }
+    let options = args.tune.options(TuneBudget::Full);
+    let mut reports = Vec::new();
+    for &Size(m, k, n) in &args.sizes {
+        for &dtype in &args.dtype {
+            let problem = Shape {
+                trans_a: args.trans_a,
+                trans_b: args.trans_b,
+                precision: Precision::of(dtype),
+                ..Shape::new(m, k, n)
+            }
+            .problem()?;
+            // A type the device lacks leaves its classes out; other sizes and types go on.
+            let info = gpu.info();
+            if let Err(e) = info.types.check(problem.precision, &info.name) {
+                complain(&format!("note: {m}×{k}×{n} {dtype} left out: {e}"));
+                continue;
+            }
+            let report = tune::choose(&gpu, &problem, &options)?;
+            for note in &report.notes {
+                complain(&format!("note: {note}"));
+            }
+            if !args.json {
+                say!("{m}×{k}×{n} {dtype}: {report}");
+            }
+            reports.push(report);
+        }
+    }
+    if args.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&reports).expect("reports serialize")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Sizes `bench` measures by default: 128 to 2048 on a CPU adapter (or the CPU alone), to
 /// 8192 on GPUs.
 fn default_sizes(kind: Option<tilemm::DeviceKind>) -> Vec<Size> {
@@ -674,19 +779,18 @@ fn bench_command(args: BenchArgs) -> CommandResult {
     // The progress bar says when auto is tuning.
     let tune_options = TuneOptions {
         on_tuning: None,
-        ..args.tune.options()
+        ..args.tune.options(TuneBudget::Full)
     };
     if args.peers && !tilemm::peers::BUILT {
-        return Err(tilemm::Error::View(
-            "--peers needs cubek-matmul, which this build leaves out: build with `cargo build \
-             --release -p tilemm-cli --features peers`"
-                .into(),
-        )
+        return Err(tilemm::Error::NotBuilt {
+            what: "the cubek-matmul peers (--peers)".into(),
+            feature: "peers",
+        }
         .into());
     }
     if let Some(stem) = &args.plot {
-        plot::check_destination(stem).map_err(tilemm::Error::View)?;
-        plot::prepare_font().map_err(tilemm::Error::View)?;
+        plot::check_destination(stem).map_err(Failure::Plot)?;
+        plot::prepare_font().map_err(Failure::Plot)?;
     }
     let mut notes = Vec::new();
     let gpu = open_device(args.target.backend, args.target.device, &mut notes)?;
@@ -1013,7 +1117,7 @@ fn bench_command(args: BenchArgs) -> CommandResult {
             Some(g) => format!("tilemm bench, {}, {}", g.info().name, args.dtype),
             None => format!("tilemm bench, CPU, {}", args.dtype),
         };
-        let written = plot::write(stem, &title, &all).map_err(tilemm::Error::View)?;
+        let written = plot::write(stem, &title, &all).map_err(Failure::Plot)?;
         if format == Format::Table {
             say!(
                 "plot: {} and {}",

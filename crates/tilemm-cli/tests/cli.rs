@@ -406,7 +406,7 @@ fn a_matrix_over_the_binding_limit_runs_in_panels_shown_in_the_report() {
 }
 
 #[test]
-fn c0_is_read_from_a_file_with_beta_and_refused_without_it() {
+fn c0_is_read_from_a_file_with_beta_and_left_unread_with_beta_zero() {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let (a, b, c0, c) = (path("A.npy"), path("B.npy"), path("C0.npy"), path("C.npy"));
@@ -422,8 +422,57 @@ fn c0_is_read_from_a_file_with_beta_and_refused_without_it() {
         read_matrix(Path::new(&c)).unwrap().1,
         vec![19.0, 38.0, 57.0, 76.0]
     );
-    assert_refused(&["run", "--a", &a, "--b", &b, "--c", &c0], &["--beta"]);
+    // β = 0 (the default): C₀ is not read, as in BLAS, and a note says so. A NaN in it does not
+    // reach C.
+    write(Path::new(&c0), 2, 2, &[f32::NAN, 20.0, 30.0, 40.0]);
+    let out = tilemm(&["run", "--a", &a, "--b", &b, "--c", &c0, "--out", &c]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not read: β = 0"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        read_matrix(Path::new(&c)).unwrap().1,
+        vec![1.0, 2.0, 3.0, 4.0]
+    );
     assert_refused(&["run", "--c", &c0], &["--a"]);
+}
+
+#[test]
+fn files_compose_with_transposes_and_a_dtype_that_agrees_as_blas_users_expect() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (a, b, c) = (path("A.npy"), path("B.npy"), path("C.npy"));
+    // A is stored 2×3 and used as Aᵀ (3×2); B is stored 2×2 and used as Bᵀ.
+    write(Path::new(&a), 2, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    write(Path::new(&b), 2, 2, &[1.0, 2.0, 0.0, 1.0]);
+    let args = [
+        "run",
+        "--a",
+        &a,
+        "--b",
+        &b,
+        "--trans-a",
+        "--trans-b",
+        "--dtype",
+        "f32",
+        "--out",
+        &c,
+    ];
+    let out = tilemm(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("C[3×2]"), "{}", stdout(&out));
+    // Aᵀ = [[1,4],[2,5],[3,6]], Bᵀ = [[1,0],[2,1]]: Aᵀ·Bᵀ = [[9,4],[12,5],[15,6]].
+    assert_eq!(
+        read_matrix(Path::new(&c)).unwrap().1,
+        vec![9.0, 4.0, 12.0, 5.0, 15.0, 6.0]
+    );
+    // A dtype the files are not is refused, naming both.
+    assert_refused(
+        &["run", "--a", &a, "--b", &b, "--trans-a", "--dtype", "f16"],
+        &["holds f32 but f16 was asked for"],
+    );
 }
 
 #[test]
@@ -1388,9 +1437,10 @@ fn a_cache_directory_that_cannot_hold_kernels_is_a_note_not_an_error() {
 }
 
 #[test]
-fn a_second_process_takes_autos_choice_from_the_cache() {
+fn a_second_process_takes_autos_choice_from_the_cache_and_tuning_goes_on_where_it_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let cache = [("TILEMM_CACHE_DIR", dir.path().to_str().unwrap())];
+    // A budget of 0: the best-ranked candidate alone, and a partly tuned class is final.
     let args = [
         "run",
         "-m",
@@ -1400,7 +1450,7 @@ fn a_second_process_takes_autos_choice_from_the_cache() {
         "-n",
         "72",
         "--tune-budget",
-        "1",
+        "0",
     ];
     let first = tilemm_with_env(&args, &cache);
     let text = stdout(&first);
@@ -1410,7 +1460,11 @@ fn a_second_process_takes_autos_choice_from_the_cache() {
         .find(|l| l.starts_with("tuning"))
         .unwrap_or_else(|| panic!("no tuning line in\n{text}"));
     assert!(
-        line.contains("tuning cache miss") && line.contains("verified") && line.contains("saved"),
+        line.contains("tuning cache miss")
+            && line.contains("timed 1 of")
+            && line.contains("verified")
+            && line.contains("partly tuned: 1 of the")
+            && line.contains("saved"),
         "{line}"
     );
     assert!(
@@ -1436,20 +1490,59 @@ fn a_second_process_takes_autos_choice_from_the_cache() {
     let tuning = &v["kernel"]["tuning"];
     assert_eq!(tuning["cache"], "hit", "{tuning}");
     assert_eq!(tuning["timed"].as_array().unwrap().len(), 0, "{tuning}");
+    assert_eq!(tuning["tried"], 1, "{tuning}");
     assert!(
         v["first_run"]["tuning_ms"].as_f64().unwrap() < 1000.0,
         "a hit reads a file"
     );
 
+    // Any budget above 0 goes on from the cached choice: one more candidate at least.
+    let more = [&args[..7], &["--tune-budget", "0.001", "--json"]].concat();
+    let third = tilemm_with_env(&more, &cache);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&third)).unwrap();
+    let tuning = &v["kernel"]["tuning"];
+    assert_eq!(tuning["cache"], "continued", "{tuning}");
+    assert_eq!(tuning["tried"], 2, "{tuning}");
+    assert_eq!(tuning["timed"].as_array().unwrap().len(), 1, "{tuning}");
+    assert_eq!(tuning["budget"], "0.001 s", "{tuning}");
+    assert_eq!(v["pass"], true, "{v}");
+
     // A corrupt cache is a note, and the run goes on (and replaces it).
     std::fs::write(dir.path().join("tuning.json"), "{").unwrap();
-    let third = tilemm_with_env(&args, &cache);
-    let text = stdout(&third);
-    assert_eq!(third.status.code(), Some(0), "{text}{}", stderr(&third));
+    let fourth = tilemm_with_env(&args, &cache);
+    let text = stdout(&fourth);
+    assert_eq!(fourth.status.code(), Some(0), "{text}{}", stderr(&fourth));
     assert!(
         text.contains("is corrupt") && text.contains("tuning cache miss"),
         "{text}"
     );
+
+    // `tilemm tune` fills the cache for a sweep; a run of the class then hits.
+    let other = tempfile::tempdir().unwrap();
+    let cache = [("TILEMM_CACHE_DIR", other.path().to_str().unwrap())];
+    let tune = [
+        "tune",
+        "--sizes",
+        "40x24x72",
+        "--dtype",
+        "f32",
+        "--tune-budget",
+        "0",
+        "--json",
+    ];
+    let tuned = tilemm_with_env(&tune, &cache);
+    assert_eq!(tuned.status.code(), Some(0), "{}", stderr(&tuned));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&tuned)).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["cache"], "miss", "{v}");
+    assert_eq!(v[0]["verified"], true, "{v}");
+    let run = tilemm_with_env(&args, &cache);
+    assert!(
+        stdout(&run).contains("tuning cache hit"),
+        "{}",
+        stdout(&run)
+    );
+    assert_refused(&["tune", "--backend", "cpu"], &["tune needs a GPU device"]);
 
     assert_refused(
         &["run", "--kernel", "auto", "--tpb", "8"],

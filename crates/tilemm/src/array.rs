@@ -1,61 +1,212 @@
-//! GEMM over `ndarray` views: C = α·A·B + β·C for 2-D views (one product) and 3-D views
-//! (a batch along axis 0, a batch of 1 broadcast over the others), with any strides.
+//! The front door: [`matmul`] and [`Gemm`], C = α·A·B + β·C over `ndarray` views of f16, bf16,
+//! f32 or f64, on the fastest route this machine has, with the kernel the tuner picks.
 //!
-//! A view in C or Fortran order — a transpose such as `a.t()` included — is read in its memory
-//! order and reaches the kernels as a row- or column-major description of the same elements,
-//! not a transposed copy. Any other view (a slice with steps, negative strides) is copied into
-//! a dense buffer in its own orientation first: ndarray cannot lend the memory between a
-//! strided view's elements, which other views may own. Either way the elements are staged in
-//! one host buffer for the upload.
+//! 2-D views are one product; 3-D views a batch along axis 0 (a batch of 1 broadcast over the
+//! others), with any strides. A view in C or Fortran order — a transpose such as `a.t()`
+//! included — is read in its memory order and reaches the kernels as a row- or column-major
+//! description of the same elements, not a transposed copy. Any other view (a slice with
+//! steps, negative strides) is copied into a dense buffer in its own orientation first:
+//! ndarray cannot lend the memory between a strided view's elements, which other views may
+//! own. Either way the elements are staged in one host buffer for the upload.
+//!
+//! The route, unless one is named: a GPU (CUDA, then HIP, then wgpu's best adapter) opened
+//! once per process and shared by every thread; where the only adapter is a CPU emulation such
+//! as lavapipe, the CPU path, which is several times faster there. The kernel, unless one is
+//! named: `auto`, the tuner's verified choice for the device and shape class
+//! ([`crate::tune`]), which costs a new class about a second and is kept for later calls.
 //!
 //! ```
 //! use ndarray::{s, Array2};
-//! use tilemm::{array::Gemm, Backend, GpuSession};
+//! use tilemm::{Backend, Gemm};
 //!
-//! let gpu = GpuSession::open(Backend::Wgpu, None)?;
 //! let a = Array2::from_shape_fn((64, 48), |(i, j)| (i + j) as f32);
 //! let b = Array2::from_shape_fn((64, 30), |(i, j)| i as f32 - j as f32);
 //! // Aᵀ·B: the transpose is a view; every other column of B: a strided slice.
-//! let c = Gemm::new(&gpu).product(a.t(), b.slice(s![.., ..;2]))?;
+//! let c = tilemm::matmul(a.t(), b.slice(s![.., ..;2]))?;
 //! assert_eq!(c.dim(), (48, 15));
-//! // C = 0.5·Aᵀ·B + 2·C, written into a block of a larger array.
+//! // C = 0.5·Aᵀ·B + 2·C, written into a block of a larger array, on the wgpu device.
 //! let mut big = Array2::<f32>::ones((80, 80));
-//! Gemm::new(&gpu).alpha(0.5).beta(2.0).write(a.t(), b.view(), big.slice_mut(s![..48, 10..40]))?;
+//! let run = Gemm::new()
+//!     .device(Backend::Wgpu, None)
+//!     .alpha(0.5)
+//!     .beta(2.0)
+//!     .write(a.t(), b.view(), big.slice_mut(s![..48, 10..40]))?;
 //! assert_eq!(big[[0, 0]], 1.0);
+//! println!("{}", run.route);
 //! # Ok::<(), tilemm::Error>(())
 //! ```
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use ndarray::{
     Array2, Array3, ArrayView2, ArrayView3, ArrayViewMut2, ArrayViewMut3, Axis, ShapeBuilder,
 };
+use serde::Serialize;
 
-use crate::backend::GpuSession;
+use crate::backend::{open_device, Backend, GpuSession};
+use crate::device::DeviceKind;
 use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
-use crate::gpu::GpuRun;
-use crate::ladder::Kernel;
+use crate::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::{MatrixDesc, Precision, Problem};
+use crate::tune::{self, KernelChoice, TuneOptions, TuneReport};
 
-/// C = α·A·B + β·C on a GPU session, over ndarray views: set α, β and the plan, then
+/// C = A·B for two 2-D views of the same element type, as a new row-major array: the front
+/// door, with [`Gemm::new`]'s defaults (the fastest route, the tuner's kernel).
+///
+/// ```
+/// let a = ndarray::Array2::from_shape_fn((64, 48), |(i, j)| (i * j % 7) as f64);
+/// let b = ndarray::Array2::from_shape_fn((48, 30), |(i, j)| (i + j) as f64);
+/// assert_eq!(tilemm::matmul(a.view(), b.view())?, a.dot(&b));
+/// # Ok::<(), tilemm::Error>(())
+/// ```
+pub fn matmul<T: Element>(a: ArrayView2<T>, b: ArrayView2<T>) -> Result<Array2<T>> {
+    Gemm::new().product(a, b)
+}
+
+/// Where a product is computed.
+#[derive(Clone, Copy)]
+enum Target<'s> {
+    /// The fastest route found (see the module's documentation).
+    Auto,
+    /// This open session.
+    Session(&'s GpuSession),
+    /// This backend and device (its best with `None`), opened once per process; the CPU for
+    /// [`Backend::Cpu`].
+    Named(Backend, Option<usize>),
+}
+
+/// The route a product took.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "route", rename_all = "lowercase")]
+pub enum Route {
+    /// The CPU path ([`crate::cpu`]), and why.
+    Cpu {
+        /// Why the CPU: named, no GPU, or only a CPU emulation of one.
+        why: String,
+    },
+    /// A GPU device.
+    Gpu {
+        /// Its backend.
+        backend: Backend,
+        /// Its name and driver.
+        device: String,
+    },
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Route::Cpu { why } => write!(
+                f,
+                "the CPU ({}, {} threads): {why}",
+                crate::cpu::CPU_GEMM,
+                crate::cpu::threads()
+            ),
+            Route::Gpu { backend, device } => write!(f, "{device} through {backend}"),
+        }
+    }
+}
+
+/// A route resolved to what computes.
+enum Resolved<'s> {
+    Cpu(String),
+    Gpu(&'s GpuSession),
+}
+
+impl Resolved<'_> {
+    fn route(&self) -> Route {
+        match self {
+            Resolved::Cpu(why) => Route::Cpu { why: why.clone() },
+            Resolved::Gpu(gpu) => Route::Gpu {
+                backend: gpu.backend(),
+                device: format!("{} ({})", gpu.info().name, gpu.info().driver),
+            },
+        }
+    }
+}
+
+/// The sessions this process opened, by what was asked for (`None`: the best device), kept
+/// for the process's life and shared by its threads. A failed open is not kept: the next call
+/// tries again.
+static OPENED: Mutex<Vec<(DeviceAsked, Option<&'static GpuSession>)>> = Mutex::new(Vec::new());
+
+/// A backend and device index as asked for (`None`: the best).
+type DeviceAsked = (Option<Backend>, Option<usize>);
+
+/// The session for `backend` and `index` (`None`: the best GPU found; `Ok(None)`: none), opened
+/// by the first caller.
+fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Option<&'static GpuSession>> {
+    // One opener at a time, so that two threads do not open the device twice.
+    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, session)) = opened.iter().find(|(key, _)| *key == (backend, index)) {
+        return Ok(*session);
+    }
+    let session = open_device(backend, index, &mut Vec::new())?;
+    let session: Option<&'static GpuSession> = session.map(|s| &*Box::leak(Box::new(s)));
+    opened.push(((backend, index), session));
+    Ok(session)
+}
+
+/// C = α·A·B + β·C over ndarray views: choose the route, kernel, α and β, then
 /// [`product`](Gemm::product) into a new array or [`write`](Gemm::write) into a view.
 #[derive(Clone, Copy)]
 pub struct Gemm<'s> {
-    gpu: &'s GpuSession,
-    plan: Plan,
+    target: Target<'s>,
+    kernel: KernelChoice,
     alpha: f64,
     beta: f64,
 }
 
-impl<'s> Gemm<'s> {
-    /// C = A·B (α = 1, β = 0) with the tiled kernel on `gpu`.
-    pub fn new(gpu: &'s GpuSession) -> Self {
+impl Default for Gemm<'static> {
+    fn default() -> Self {
+        Gemm::new()
+    }
+}
+
+impl Gemm<'static> {
+    /// C = A·B (α = 1, β = 0) on the fastest route found, with the tuner's kernel (`auto`).
+    pub fn new() -> Self {
         Gemm {
-            gpu,
-            plan: Plan::default_for(Kernel::Tiled),
+            target: Target::Auto,
+            kernel: KernelChoice::Auto,
             alpha: 1.0,
             beta: 0.0,
         }
+    }
+}
+
+impl<'s> Gemm<'s> {
+    /// On this open session.
+    pub fn on<'t>(self, gpu: &'t GpuSession) -> Gemm<'t> {
+        Gemm {
+            target: Target::Session(gpu),
+            kernel: self.kernel,
+            alpha: self.alpha,
+            beta: self.beta,
+        }
+    }
+
+    /// On device `index` of `backend` (its best device with `None`), CPU adapters included,
+    /// opened once per process; [`Backend::Cpu`] is the CPU path.
+    pub fn device(self, backend: Backend, index: Option<usize>) -> Self {
+        Gemm {
+            target: Target::Named(backend, index),
+            ..self
+        }
+    }
+
+    /// The kernel: [`KernelChoice::Auto`] (the default) or a rung in a configuration.
+    pub fn kernel(self, kernel: KernelChoice) -> Self {
+        Gemm { kernel, ..self }
+    }
+
+    /// The kernel and configuration that run (short for [`kernel`](Gemm::kernel)).
+    pub fn plan(self, plan: Plan) -> Self {
+        self.kernel(KernelChoice::Fixed(plan.config))
     }
 
     /// α, the product's scale.
@@ -69,9 +220,30 @@ impl<'s> Gemm<'s> {
         Gemm { beta, ..self }
     }
 
-    /// The kernel and configuration that run.
-    pub fn plan(self, plan: Plan) -> Self {
-        Gemm { plan, ..self }
+    /// The route products take, opening the device if this process has not yet.
+    pub fn route(&self) -> Result<Route> {
+        Ok(self.resolve()?.route())
+    }
+
+    fn resolve(&self) -> Result<Resolved<'s>> {
+        match self.target {
+            Target::Session(gpu) => Ok(Resolved::Gpu(gpu)),
+            Target::Named(Backend::Cpu, _) => Ok(Resolved::Cpu("named".into())),
+            Target::Named(backend, index) => {
+                let gpu = shared(Some(backend), index)?
+                    .expect("a named GPU backend opens a device or fails");
+                Ok(Resolved::Gpu(gpu))
+            }
+            Target::Auto => match shared(None, None)? {
+                None => Ok(Resolved::Cpu("no GPU device found".into())),
+                Some(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Resolved::Cpu(format!(
+                    "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path \
+                     (name its backend to use it)",
+                    gpu.info().name
+                ))),
+                Some(gpu) => Ok(Resolved::Gpu(gpu)),
+            },
+        }
     }
 
     /// α·A·B as a new row-major array, in the inputs' type.
@@ -99,7 +271,7 @@ impl<'s> Gemm<'s> {
         a: ArrayView2<I>,
         b: ArrayView2<I>,
         c: ArrayViewMut2<O>,
-    ) -> Result<GpuRun> {
+    ) -> Result<GemmRun> {
         self.write_batched(
             a.insert_axis(Axis(0)),
             b.insert_axis(Axis(0)),
@@ -108,26 +280,27 @@ impl<'s> Gemm<'s> {
     }
 
     /// [`write`](Gemm::write) for each entry of the batch (axis 0; an A or B with a batch of
-    /// 1 is used for every entry). Returns the run: its times and schedule.
+    /// 1 is used for every entry). Returns what ran, where, and how long it took.
     pub fn write_batched<I: Element, O: Element>(
         &self,
         a: ArrayView3<I>,
         b: ArrayView3<I>,
         mut c: ArrayViewMut3<O>,
-    ) -> Result<GpuRun> {
+    ) -> Result<GemmRun> {
+        let start = Instant::now();
         let precision = Precision::new(I::DTYPE, O::DTYPE)?;
         let (batch, m, n) = c.dim();
         let k = a.dim().2;
         for (name, view_batch) in [("A", a.dim().0), ("B", b.dim().0)] {
             if view_batch != batch && view_batch != 1 {
-                return Err(Error::View(format!(
+                return Err(Error::InvalidView(format!(
                     "{name} has a batch of {view_batch} but C has {batch}: give {batch}, or 1 \
                      to use one matrix for every entry"
                 )));
             }
         }
         if a.dim().1 != m || b.dim().2 != n || b.dim().1 != k {
-            return Err(Error::View(format!(
+            return Err(Error::InvalidView(format!(
                 "A is {}×{}, B is {}×{} and C is {m}×{n}: A must be m×k, B k×n, C m×n",
                 a.dim().1,
                 a.dim().2,
@@ -148,16 +321,69 @@ impl<'s> Gemm<'s> {
         )?;
         let (a_data, b_data) = (a_data.expect("staged"), b_data.expect("staged"));
         let c0 = c0.filter(|_| problem.reads_c());
-        let run = self
-            .gpu
-            .gemm(&problem, &self.plan, &a_data, &b_data, c0.as_ref())?;
-        let result = O::slice(&run.c).expect("C comes back in its own type");
+        let resolved = self.resolve()?;
+        let mut done = GemmRun {
+            route: resolved.route(),
+            plan: None,
+            tuning: None,
+            schedule: None,
+            kernel: None,
+            time: Duration::ZERO,
+        };
+        let result = match resolved {
+            Resolved::Cpu(_) => crate::cpu::product(&problem, &a_data, &b_data, c0.as_ref())?,
+            Resolved::Gpu(gpu) => {
+                let plan = match self.kernel {
+                    KernelChoice::Fixed(config) => Plan::new(config),
+                    KernelChoice::Auto => {
+                        let options = TuneOptions {
+                            on_tuning: None,
+                            ..TuneOptions::default()
+                        };
+                        let report = tune::choose(gpu, &problem, &options)?;
+                        let plan = report.chosen;
+                        done.tuning = Some(report);
+                        plan
+                    }
+                };
+                let run = gpu.gemm(&problem, &plan, &a_data, &b_data, c0.as_ref())?;
+                done.plan = Some(plan);
+                done.schedule = Some(run.schedule);
+                done.kernel = Some(run.kernel);
+                run.c
+            }
+        };
+        let result = O::slice(&result).expect("C comes back in its own type");
         let strides = (c_desc.batch_stride, c_desc.row_stride, c_desc.col_stride);
         let view = ArrayView3::from_shape((batch, m, n).strides(strides), result)
             .expect("C's description fits its buffer");
         c.assign(&view);
-        Ok(run)
+        done.time = start.elapsed();
+        log::debug!(
+            "tilemm: {m}×{k}×{n} (batch {batch}) {precision} on {}{}",
+            done.route,
+            done.plan
+                .map_or_else(String::new, |p| format!(", kernel {p}"))
+        );
+        Ok(done)
     }
+}
+
+/// What a [`Gemm`] did: where it ran, with which kernel, and how long it took.
+#[derive(Clone, Debug)]
+pub struct GemmRun {
+    /// Where it ran.
+    pub route: Route,
+    /// On a GPU, the kernel that ran.
+    pub plan: Option<Plan>,
+    /// With `auto` on a GPU, what the tuner did.
+    pub tuning: Option<TuneReport>,
+    /// On a GPU, how it ran: panels, launches, and how often C was rounded.
+    pub schedule: Option<Schedule>,
+    /// On a GPU, the kernels alone (device timestamps where it has them).
+    pub kernel: Option<Duration>,
+    /// The whole call, staging and tuning included.
+    pub time: Duration,
 }
 
 /// `view`'s description in one host buffer and, when `data`, the buffer: in memory order for a

@@ -28,10 +28,32 @@ pub enum Error {
         why: String,
     },
 
-    /// A view of A, B or C that the product cannot use: wrong shape, entries of C sharing
-    /// elements, a scalar that is not finite.
+    /// A view of A, B or C that the product cannot use: wrong shape or batch, entries of C
+    /// sharing elements.
     #[error("{0}")]
-    View(String),
+    InvalidView(String),
+
+    /// α or β is not finite (in the precision it is applied in).
+    #[error("{0}")]
+    InvalidScalar(String),
+
+    /// An operand the problem reads was not given (C₀ when β ≠ 0).
+    #[error("{0}")]
+    MissingOperand(String),
+
+    /// No kernel of the ladder can run the problem on the device, or none that ran computed it
+    /// within the bound.
+    #[error("{0}")]
+    NoKernel(String),
+
+    /// A baseline (cubek-matmul, the vendor's BLAS) does not cover this problem or failed.
+    #[error("{name}: {reason}")]
+    Baseline {
+        /// The baseline.
+        name: String,
+        /// What it does not cover, or its own message.
+        reason: String,
+    },
 
     /// A combination of element types tilemm does not compute.
     #[error("unsupported precision: {0}")]
@@ -92,19 +114,12 @@ pub enum Error {
         expected: usize,
     },
 
-    /// A tile size the kernels are not built for.
-    #[error("unsupported tile size TPB={tpb}: choose 8, 16 or 32")]
-    UnsupportedTile {
-        /// The tile size asked for.
-        tpb: u32,
-    },
-
-    /// A backend that this build of tilemm does not contain.
-    #[error("this tilemm was built without the {backend} backend: rebuild with `cargo build --release -p tilemm-cli --features {feature}`")]
-    BackendNotBuilt {
-        /// The backend's name.
-        backend: &'static str,
-        /// The cargo feature that enables it.
+    /// A part of tilemm (a backend, the peers) that this build does not contain.
+    #[error("this tilemm was built without {what}: it needs the cargo feature `{feature}`")]
+    NotBuilt {
+        /// What is missing: "the cuda backend", "the cubek-matmul peers".
+        what: String,
+        /// The cargo feature that builds it.
         feature: &'static str,
     },
 

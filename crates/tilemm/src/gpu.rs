@@ -692,17 +692,19 @@ impl<R: Runtime> Session<R> {
                 .iter()
                 .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
         if !plain {
-            return Err(Error::View(
-                "the cubek-matmul peer is measured on plain products only (batch 1, dense, \
-                 row-major, one precision)"
+            return Err(Error::Baseline {
+                name: "cubek-matmul".into(),
+                reason: "measured on plain products only (batch 1, dense, row-major, one \
+                         precision)"
                     .into(),
-            ));
+            });
         }
         // (cubek-matmul panics on a type the device lacks; tilemm packs bf16 there.)
         if dtype == DType::BF16 && !self.info.types.bf16 {
-            return Err(Error::View(
-                "cubek-matmul needs a bf16 type, which this device lacks".into(),
-            ));
+            return Err(Error::Baseline {
+                name: "cubek-matmul".into(),
+                reason: "it needs a bf16 type, which this device lacks".into(),
+            });
         }
         let tensor = |m: &DeviceMatrix, rows: usize, cols: usize| TensorBinding::<R> {
             handle: m.handle.clone().binding(),
@@ -735,11 +737,9 @@ impl<R: Runtime> Session<R> {
             tensor(c, mm, n),
             &mut dtypes,
         )
-        .map_err(|e| {
-            Error::View(format!(
-                "cubek-matmul {strategy}: {}",
-                one_line(&format!("{e:?}"))
-            ))
+        .map_err(|e| Error::Baseline {
+            name: format!("cubek-matmul {strategy}"),
+            reason: one_line(&format!("{e:?}")),
         })
     }
 

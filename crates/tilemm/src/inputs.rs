@@ -396,6 +396,21 @@ pub struct OperandFiles {
     pub b: NpyMatrix,
     /// C₀'s file, read when β ≠ 0.
     pub c: Option<NpyMatrix>,
+    /// What the user should know: a C₀ given with β = 0, which is not read.
+    pub notes: Vec<String>,
+}
+
+/// How operand files are used, as BLAS and numpy users expect: op() applied to A and B as
+/// they are stored, and the precision asked for, which must agree with the files' type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileOps {
+    /// A's file holds Aᵀ (K×M): the product uses its transpose, a view of the same elements.
+    pub trans_a: bool,
+    /// B's file holds Bᵀ (N×K).
+    pub trans_b: bool,
+    /// The precision's input type, when one is asked for: it must be stored as the files are
+    /// (tf32 is f32 data); `None` takes the files' type.
+    pub dtype: Option<DType>,
 }
 
 impl OperandFiles {
@@ -408,13 +423,25 @@ impl OperandFiles {
         b: &Path,
         c: Option<&Path>,
         (alpha, beta): (f64, f64),
+        ops: FileOps,
     ) -> Result<(Problem, OperandFiles)> {
-        let files = OperandFiles {
+        let mut files = OperandFiles {
             a: NpyMatrix::open(a)?,
             b: NpyMatrix::open(b)?,
             c: c.map(NpyMatrix::open).transpose()?,
+            notes: Vec::new(),
         };
-        let ((m, k), (k_b, n)) = (files.a.shape(), files.b.shape());
+        // op(X): the file's matrix, or its transpose as a view of the same elements.
+        let op = |file: &NpyMatrix, trans: bool| {
+            let (rows, cols) = file.shape();
+            if trans {
+                ((cols, rows), file.desc().t())
+            } else {
+                ((rows, cols), file.desc())
+            }
+        };
+        let (((m, k), a_desc), ((k_b, n), b_desc)) =
+            (op(&files.a, ops.trans_a), op(&files.b, ops.trans_b));
         if k != k_b {
             return Err(Error::ShapeMismatch {
                 a_rows: m,
@@ -423,11 +450,22 @@ impl OperandFiles {
                 b_cols: n,
             });
         }
-        let dtype = files.a.dtype();
-        for other in std::iter::once(&files.b).chain(&files.c) {
-            if other.dtype() != dtype {
+        let stored = files.a.dtype();
+        let dtype = match ops.dtype {
+            Some(asked) if asked.storage() != stored => {
                 return Err(Error::Precision(format!(
-                    "{} holds {} but {} holds {dtype}: give every file the same dtype",
+                    "{} holds {stored} but {asked} was asked for: give files of that type, or \
+                     leave the type to the files",
+                    files.a.path().display()
+                )))
+            }
+            Some(asked) => asked,
+            None => stored,
+        };
+        for other in std::iter::once(&files.b).chain(&files.c) {
+            if other.dtype() != stored {
+                return Err(Error::Precision(format!(
+                    "{} holds {} but {} holds {stored}: give every file the same dtype",
                     other.path().display(),
                     other.dtype(),
                     files.a.path().display()
@@ -436,8 +474,8 @@ impl OperandFiles {
         }
         let c_desc = match &files.c {
             Some(c) if c.shape() != (m, n) => {
-                return Err(Error::View(format!(
-                    "{} is {}×{} but C = A·B is {m}×{n}",
+                return Err(Error::InvalidView(format!(
+                    "{} is {}×{} but C = op(A)·op(B) is {m}×{n}",
                     c.path().display(),
                     c.rows,
                     c.cols
@@ -448,16 +486,20 @@ impl OperandFiles {
         };
         let problem = Problem::general(
             (m, k, n, 1),
-            files.a.desc(),
-            files.b.desc(),
+            a_desc,
+            b_desc,
             c_desc,
             (alpha, beta),
             Precision::of(dtype),
         )?;
-        if files.c.is_some() && !problem.reads_c() {
-            return Err(Error::View(
-                "C₀ is given but β = 0 does not read it: give --beta too".into(),
-            ));
+        if !problem.reads_c() {
+            if let Some(c) = files.c.take() {
+                files.notes.push(format!(
+                    "{} is not read: β = 0 makes C = α·op(A)·op(B), as in BLAS (NaN or Inf \
+                     in C₀ does not reach C)",
+                    c.path().display()
+                ));
+            }
         }
         Ok((problem, files))
     }
@@ -884,7 +926,8 @@ mod tests {
         let a = save("a", 4, 3, MatrixDesc::col_major(4, 3), f64s);
         let b = save("b", 3, 5, MatrixDesc::row_major(3, 5), f64s);
         let c = save("c", 4, 5, MatrixDesc::col_major(4, 5), f64s);
-        let (p, files) = OperandFiles::open(&a, &b, Some(&c), (1.0, 2.0)).unwrap();
+        let none = FileOps::default();
+        let (p, files) = OperandFiles::open(&a, &b, Some(&c), (1.0, 2.0), none).unwrap();
         assert_eq!(p.precision, Precision::of(DType::F64));
         assert_eq!(
             (p.a.layout(), p.b.layout()),
@@ -893,14 +936,38 @@ mod tests {
         assert_eq!(p.c, MatrixDesc::col_major(4, 5));
         let (_, _, c0) = files.read().unwrap();
         assert_eq!(c0.map(|c| c.len()), Some(20));
-        // C₀ without β, a C₀ of the wrong shape, mixed dtypes: each refused in one line.
+        // β = 0: C₀ is not read, with a note.
+        let (p, files) = OperandFiles::open(&a, &b, Some(&c), (1.0, 0.0), none).unwrap();
+        assert!(!p.reads_c() && files.c.is_none());
+        assert!(
+            files.notes[0].contains("is not read: β = 0"),
+            "{:?}",
+            files.notes
+        );
+        // op() on the files as stored: Bᵀ·Aᵀ is 5×4, each a view of its file.
+        let trans = FileOps {
+            trans_a: true,
+            trans_b: true,
+            dtype: Some(DType::F64),
+        };
+        let (p, _) = OperandFiles::open(&b, &a, None, (1.0, 0.0), trans).unwrap();
+        assert_eq!((p.m, p.k, p.n), (5, 3, 4));
+        assert_eq!(p.a, MatrixDesc::row_major(3, 5).t());
+        assert_eq!(p.b, MatrixDesc::col_major(4, 3).t());
+        // A C₀ of the wrong shape, mixed dtypes, a dtype the files are not: each refused in one
+        // line that names what is wrong.
         let err = |r: Result<(Problem, OperandFiles)>| r.err().unwrap().to_string();
-        assert!(err(OperandFiles::open(&a, &b, Some(&c), (1.0, 0.0))).contains("--beta"));
         let small = save("s", 2, 2, MatrixDesc::row_major(2, 2), f64s);
-        assert!(err(OperandFiles::open(&a, &b, Some(&small), (1.0, 1.0))).contains("4×5"));
+        assert!(err(OperandFiles::open(&a, &b, Some(&small), (1.0, 1.0), none)).contains("4×5"));
         let f32_b = save("b32", 3, 5, MatrixDesc::row_major(3, 5), DType::F32);
-        assert!(err(OperandFiles::open(&a, &f32_b, None, (1.0, 0.0))).contains("same dtype"));
-        assert!(err(OperandFiles::open(&b, &a, None, (1.0, 0.0))).contains("don't chain"));
+        assert!(err(OperandFiles::open(&a, &f32_b, None, (1.0, 0.0), none)).contains("same dtype"));
+        assert!(err(OperandFiles::open(&b, &a, None, (1.0, 0.0), none)).contains("don't chain"));
+        let f32s = FileOps {
+            dtype: Some(DType::F32),
+            ..none
+        };
+        let e = err(OperandFiles::open(&a, &b, None, (1.0, 0.0), f32s));
+        assert!(e.contains("holds f64 but f32 was asked for"), "{e}");
     }
 
     #[test]

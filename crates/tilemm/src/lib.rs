@@ -1,12 +1,23 @@
 //! tilemm: fast matrix multiplication on the GPUs of every vendor.
 //!
+//! The front door is [`matmul`] (and [`Gemm`] for α, β, a named device or kernel, writing into
+//! a view, batches), over ndarray views of f16, bf16, f32 or f64:
+//!
+//! ```
+//! let a = ndarray::Array2::from_shape_fn((64, 48), |(i, j)| (i + j) as f32);
+//! let b = ndarray::Array2::from_shape_fn((48, 30), |(i, j)| (i * j % 5) as f32);
+//! let c = tilemm::matmul(a.view(), b.view())?;
+//! assert_eq!(c, a.dot(&b));
+//! # Ok::<(), tilemm::Error>(())
+//! ```
+//!
 //! Kernels are written once in Rust with [CubeCL](https://github.com/tracel-ai/cubecl) and
-//! JIT-compiled for wgpu (Vulkan, Metal, DX12), CUDA or HIP. A [`Problem`] (shapes, layouts, dtype)
-//! is decided once; a [`Plan`] says which rung of the [`ladder`] runs and how; [`GpuSession::gemm`]
-//! runs it;
-//! [`verify::Reference`] checks any result against a CPU reference under an error bound that
-//! grows with K; [`run::Runner`] is the whole experiment of numba's matmul example, with a
-//! [`report::Report`] of where the time went.
+//! JIT-compiled for wgpu (Vulkan, Metal, DX12), CUDA or HIP. Below the front door: a
+//! [`Problem`] (shapes, layouts, dtype) is decided once; a [`Plan`] says which rung of the
+//! [`ladder`] runs and how; [`GpuSession::gemm`] runs it; [`verify::Reference`] checks any
+//! result against a CPU reference under an error bound that grows with K; [`run::Runner`] is
+//! the whole experiment of numba's matmul example, with a [`report::Report`] of where the time
+//! went.
 //!
 //! ```
 //! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Shape};
@@ -52,6 +63,7 @@ pub mod tune;
 pub mod vendor_blas;
 pub mod verify;
 
+pub use array::{matmul, Gemm, GemmRun, Route};
 pub use backend::{Backend, GpuSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
 pub use element::{Element, HostData};

@@ -144,9 +144,10 @@ pub fn cubek(
     let wanted = problem.precision.input;
     let computed = resolved.computes(wanted, gpu.info());
     if computed != wanted {
-        return Err(Error::View(format!(
-            "{name} computes {computed} here, not {wanted} (measured with --dtype {computed})"
-        )));
+        return Err(Error::Baseline {
+            name,
+            reason: format!("it computes {computed} here, not {wanted}"),
+        });
     }
     let cubek = resolved.strategy();
     crate::bench::resident(gpu, work, name, repeat, |a, b, c| {
@@ -162,11 +163,10 @@ pub fn cubek(
     _strategy: CubekStrategy,
     _repeat: usize,
 ) -> Result<Measurement> {
-    Err(Error::View(
-        "cubek-matmul peers are not in this build: build with `cargo build --release -p \
-         tilemm-cli --features peers`"
-            .into(),
-    ))
+    Err(Error::NotBuilt {
+        what: "the cubek-matmul peers".into(),
+        feature: "peers",
+    })
 }
 
 #[cfg(test)]

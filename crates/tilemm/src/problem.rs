@@ -520,7 +520,7 @@ impl Problem {
         Precision::new(precision.input, precision.output)?;
         for (name, desc, rows, cols) in [("A", a, m, k), ("B", b, k, n), ("C", c, m, n)] {
             if (desc.rows, desc.cols) != (rows, cols) {
-                return Err(Error::View(format!(
+                return Err(Error::InvalidView(format!(
                     "{name} is viewed as {}×{} but the product needs {rows}×{cols}",
                     desc.rows, desc.cols
                 )));
@@ -528,7 +528,9 @@ impl Problem {
         }
         for (name, value) in [("alpha", alpha), ("beta", beta)] {
             if !value.is_finite() {
-                return Err(Error::View(format!("{name} must be finite, not {value}")));
+                return Err(Error::InvalidScalar(format!(
+                    "{name} must be finite, not {value}"
+                )));
             }
         }
         let (alpha, beta) = (
@@ -536,7 +538,7 @@ impl Problem {
             precision.accumulate.round(beta),
         );
         if !alpha.is_finite() || !beta.is_finite() {
-            return Err(Error::View(format!(
+            return Err(Error::InvalidScalar(format!(
                 "alpha and beta must be finite in {}",
                 precision.accumulate
             )));
@@ -569,7 +571,7 @@ impl Problem {
                 })?;
         }
         if c.may_overlap(batch) {
-            return Err(Error::View(format!(
+            return Err(Error::InvalidView(format!(
                 "C's strides (row {}, column {}, batch {}) make entries share elements: each \
                  entry of C needs its own",
                 c.row_stride, c.col_stride, c.batch_stride

@@ -60,12 +60,83 @@ impl fmt::Display for KernelChoice {
     }
 }
 
+/// How long one call of the tuner may time candidates for a class it has not fully tuned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TuneBudget {
+    /// About 1 s, or 20 times the product's own time when that is longer: a first call costs
+    /// in proportion to its work, and calls of the class go on tuning until it is fully tuned.
+    Auto,
+    /// This long per call.
+    Time(Duration),
+    /// Every candidate the model keeps, in this call.
+    Full,
+}
+
+impl TuneBudget {
+    /// The least time [`TuneBudget::Auto`] allows.
+    pub const AUTO_FLOOR: Duration = Duration::from_secs(1);
+    /// How many times the product's own time [`TuneBudget::Auto`] allows, when that is more.
+    pub const AUTO_FACTOR: f64 = 20.0;
+
+    /// The time a call may spend timing, when the product is estimated to take `product_ms`.
+    pub fn per_call(self, product_ms: f64) -> Duration {
+        match self {
+            TuneBudget::Auto => {
+                let scaled = product_ms * Self::AUTO_FACTOR / 1e3;
+                if scaled.is_finite() && scaled > Self::AUTO_FLOOR.as_secs_f64() {
+                    Duration::from_secs_f64(scaled.min(1e6))
+                } else {
+                    Self::AUTO_FLOOR
+                }
+            }
+            TuneBudget::Time(d) => d,
+            TuneBudget::Full => Duration::MAX,
+        }
+    }
+}
+
+impl FromStr for TuneBudget {
+    type Err = String;
+
+    /// `auto`, `full`, or a number of seconds from 0 to 1000000.
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(TuneBudget::Auto),
+            "full" => Ok(TuneBudget::Full),
+            seconds => seconds
+                .parse::<f64>()
+                .ok()
+                .filter(|b| b.is_finite() && (0.0..=1e6).contains(b))
+                .map(|b| TuneBudget::Time(Duration::from_secs_f64(b)))
+                .ok_or_else(|| {
+                    format!("'{s}' is not auto, full, or a number of seconds from 0 to 1000000")
+                }),
+        }
+    }
+}
+
+impl fmt::Display for TuneBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TuneBudget::Auto => f.write_str("auto"),
+            TuneBudget::Full => f.write_str("full"),
+            TuneBudget::Time(d) => write!(f, "{} s", d.as_secs_f64()),
+        }
+    }
+}
+
+impl Serialize for TuneBudget {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// How the tuner works.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
-    /// Time for timing candidates; the best-ranked one is always timed, the others while time
-    /// is left.
-    pub budget: Duration,
+    /// How long a call may time candidates for a class the cache does not hold as fully tuned;
+    /// the best-ranked candidate not yet timed always is.
+    pub budget: TuneBudget,
     /// The cache file, or `None` to neither read nor save choices.
     pub cache: Option<PathBuf>,
     /// Tune even when the cache holds a choice (and replace it).
@@ -78,7 +149,7 @@ pub struct TuneOptions {
 impl Default for TuneOptions {
     fn default() -> Self {
         TuneOptions {
-            budget: Duration::from_secs(20),
+            budget: TuneBudget::Auto,
             cache: default_cache_file(),
             retune: false,
             on_tuning: None,
@@ -216,8 +287,10 @@ fn short_layout(layout: Layout) -> &'static str {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheUse {
-    /// The cache held a choice for the key.
+    /// The cache held a choice for the key, fully tuned (or the budget was 0).
     Hit,
+    /// It held a choice made on a partial budget: more candidates were timed against it.
+    Continued,
     /// It held none (or could not be read): the candidates were timed.
     Miss,
     /// `retune`: the candidates were timed whatever the cache held.
@@ -280,13 +353,19 @@ pub struct TuneReport {
     /// Those the model pruned before timing (configurations that spill on GPUs, or waste most
     /// of their tile on the proxy).
     pub pruned: usize,
-    /// Those timed, fastest first (empty on a hit).
+    /// Those timed in this call, fastest first (empty on a hit).
     pub timed: Vec<Timed>,
+    /// Those timed for the class so far, this call's included.
+    pub tried: usize,
+    /// Those the model kept: the class is fully tuned when all of them have been timed.
+    pub kept: usize,
     /// The choice's proxy time when it was tuned (also on a hit, from the cache).
     pub median_ms: f64,
     /// Whether the choice was verified on the proxy against the reference (on a hit: when it
     /// was tuned; the run verifies its own result in any case).
     pub verified: bool,
+    /// The budget this call had.
+    pub budget: TuneBudget,
     /// Time spent here: reading the cache, or timing, verifying and saving.
     #[serde(rename = "time_ms", serialize_with = "ms")]
     pub time: Duration,
@@ -303,10 +382,18 @@ impl fmt::Display for TuneReport {
             .cache_file
             .as_ref()
             .map_or_else(|| "no cache file".into(), |p| p.display().to_string());
+        let state = if self.complete() {
+            "fully tuned".to_string()
+        } else {
+            format!(
+                "partly tuned: {} of the {} candidates the model keeps timed, later calls go on",
+                self.tried, self.kept
+            )
+        };
         match self.cache {
             CacheUse::Hit => write!(
                 f,
-                "auto → {}: tuning cache hit ({file}), read in {:.1} ms",
+                "auto → {}: tuning cache hit ({file}), read in {:.1} ms, {state}",
                 self.chosen,
                 self.time.as_secs_f64() * 1e3
             ),
@@ -314,17 +401,19 @@ impl fmt::Display for TuneReport {
                 let why = match self.cache {
                     CacheUse::Retuned => "retuned",
                     CacheUse::Off => "no cache",
+                    CacheUse::Continued => "tuning continued from the cache",
                     _ => "tuning cache miss",
                 };
                 write!(
                     f,
                     "auto → {}: {why}; timed {} of {} candidates ({} pruned by the model) on \
-                     {m}×{k}×{n} in {:.2} s, winner {:.3} ms {}{}",
+                     {m}×{k}×{n} in {:.2} s (budget {}), winner {:.3} ms {}, {state}{}",
                     self.chosen,
                     self.timed.len(),
                     self.candidates,
                     self.pruned,
                     self.time.as_secs_f64(),
+                    self.budget,
                     self.median_ms,
                     if self.verified {
                         "and verified"
@@ -332,7 +421,7 @@ impl fmt::Display for TuneReport {
                         "(not verified)"
                     },
                     if self.saved {
-                        format!(", saved to {file}")
+                        format!("; saved to {file}")
                     } else {
                         String::new()
                     }
@@ -342,22 +431,32 @@ impl fmt::Display for TuneReport {
     }
 }
 
+impl TuneReport {
+    /// Whether every candidate the model keeps for the class has been timed.
+    pub fn complete(&self) -> bool {
+        self.tried >= self.kept
+    }
+}
+
 /// A cached choice.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Entry {
     /// The configuration, as `Config`'s `Display` writes it.
     config: String,
-    /// Its proxy time.
+    /// Its proxy time: median and fastest run.
     median_ms: f64,
-    /// Candidates timed.
-    timed: usize,
+    min_ms: f64,
+    /// The candidates timed for the class so far, as `Config`'s `Display` writes them.
+    tried: Vec<String>,
+    /// Whether they are all the candidates the model kept.
+    complete: bool,
     /// Whether it was verified.
     verified: bool,
 }
 
 /// The cache file's version of its own format; files of another, or of another tilemm
 /// version (whose kernels may differ), are ignored.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// A cache file larger than this is not read: thousands of choices take a few hundred KiB.
 const MAX_CACHE_BYTES: u64 = 16 << 20;
@@ -511,9 +610,36 @@ pub const MATRIX_UNIT_GAIN: f64 = 4.0;
 /// anything the model leaves out, and their runs are the slowest to time.
 pub const MODEL_SPAN: f64 = 16.0;
 
-/// Runs the tuner for `problem` on `gpu`: the cached choice for its key, or the winner of a
-/// timing of the best-ranked candidates within the budget, verified and saved. A cache that
-/// cannot be read or written costs a note, never the run.
+/// The candidates the model keeps for `proxy` on a device of `kind`, best-ranked first, and
+/// how many it pruned; never none when there are candidates.
+fn ranked(all: &[Plan], proxy: &Problem, kind: DeviceKind) -> (Vec<Plan>, usize) {
+    let mut scored: Vec<(f64, Plan)> = all
+        .iter()
+        .map(|plan| (model_score(plan, proxy, kind), *plan))
+        .collect();
+    scored.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let floor = scored.first().map_or(0.0, |s| s.0 / MODEL_SPAN);
+    let kept = scored
+        .iter()
+        .filter(|(s, _)| *s > 0.0 && *s >= floor)
+        .count()
+        .max(1)
+        .min(scored.len());
+    let pruned = scored.len() - kept;
+    (
+        scored.into_iter().take(kept).map(|(_, p)| p).collect(),
+        pruned,
+    )
+}
+
+/// Runs the tuner for `problem` on `gpu`.
+///
+/// A class the cache holds as fully tuned is a hit. Otherwise the best-ranked candidates not
+/// yet timed for the class are timed within the budget (the first always), the fastest that
+/// meets the bound on the proxy wins (or the cached choice, when it stays faster), and the
+/// choice is saved with what was timed, so that the next call goes on where this one stopped
+/// until every candidate the model keeps has been timed. A cache that cannot be read or
+/// written costs a note, never the run.
 pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Result<TuneReport> {
     let start = Instant::now();
     let key = TuneKey::new(gpu, problem);
@@ -525,24 +651,68 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         _ => None,
     };
     let all = candidates(gpu, problem, &proxy);
+    if all.is_empty() {
+        return Err(Error::NoKernel(format!(
+            "no kernel of the ladder can run {}×{}×{} on {}",
+            problem.m,
+            problem.k,
+            problem.n,
+            gpu.info().name
+        )));
+    }
+    let (ranked, pruned) = ranked(&all, &proxy, gpu.info().kind);
+    let report = |cache, chosen, timed, median_ms, tried: usize, saved, notes| TuneReport {
+        key: text.clone(),
+        cache,
+        cache_file: options.cache.clone(),
+        chosen,
+        proxy: [proxy.m, proxy.k, proxy.n],
+        candidates: all.len(),
+        pruned,
+        timed,
+        tried,
+        kept: ranked.len(),
+        median_ms,
+        verified: true,
+        budget: options.budget,
+        time: start.elapsed(),
+        saved,
+        notes,
+    };
+
+    // The cached choice, if it can still run here: final when the class is fully tuned, else
+    // where the search goes on from.
+    let mut previous: Option<(Timed, Vec<String>)> = None;
     if let Some(entry) = cached {
         match entry.config.parse::<Config>().map(Plan::new) {
             Ok(plan) if all.contains(&plan) => {
-                return Ok(TuneReport {
-                    key: text,
-                    cache: CacheUse::Hit,
-                    cache_file: options.cache.clone(),
-                    chosen: plan,
-                    proxy: [proxy.m, proxy.k, proxy.n],
-                    candidates: all.len(),
-                    pruned: 0,
-                    timed: Vec::new(),
+                let left = ranked
+                    .iter()
+                    .filter(|p| !entry.tried.contains(&p.config.to_string()))
+                    .count();
+                if entry.complete || left == 0 || options.budget == TuneBudget::Time(Duration::ZERO)
+                {
+                    let tried = ranked.len() - left;
+                    let mut hit = report(
+                        CacheUse::Hit,
+                        plan,
+                        Vec::new(),
+                        entry.median_ms,
+                        tried,
+                        false,
+                        notes,
+                    );
+                    // A class the model now keeps more candidates for is still partly tuned.
+                    hit.tried = if entry.complete { hit.kept } else { tried };
+                    return Ok(hit);
+                }
+                let timed = Timed {
+                    plan,
                     median_ms: entry.median_ms,
-                    verified: entry.verified,
-                    time: start.elapsed(),
-                    saved: false,
-                    notes,
-                });
+                    min_ms: entry.min_ms,
+                    runs: 0,
+                };
+                previous = Some((timed, entry.tried));
             }
             Ok(plan) => notes.push(format!(
                 "the cached choice {plan} cannot run this problem here; tuning again"
@@ -553,46 +723,32 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             )),
         }
     }
-    let cache_use = match (&options.cache, options.retune) {
-        (None, _) => CacheUse::Off,
-        (Some(_), true) => CacheUse::Retuned,
-        (Some(_), false) => CacheUse::Miss,
+    let cache_use = match (&options.cache, options.retune, &previous) {
+        (None, _, _) => CacheUse::Off,
+        (Some(_), true, _) => CacheUse::Retuned,
+        (Some(_), false, Some(_)) => CacheUse::Continued,
+        (Some(_), false, None) => CacheUse::Miss,
     };
-    if all.is_empty() {
-        return Err(Error::View(format!(
-            "no kernel of the ladder can run {}×{}×{} on {}",
-            problem.m,
-            problem.k,
-            problem.n,
-            gpu.info().name
-        )));
-    }
-
-    // Rank; the model prunes, but never everything.
-    let kind = gpu.info().kind;
-    let mut ranked: Vec<(f64, Plan)> = all
+    let mut tried: Vec<String> = previous.as_ref().map_or_else(Vec::new, |p| p.1.clone());
+    let untimed: Vec<Plan> = ranked
         .iter()
-        .map(|plan| (model_score(plan, &proxy, kind), *plan))
+        .filter(|p| !tried.contains(&p.config.to_string()))
+        .copied()
         .collect();
-    ranked.sort_by(|x, y| y.0.total_cmp(&x.0));
-    let floor = ranked[0].0 / MODEL_SPAN;
-    let kept = ranked
-        .iter()
-        .filter(|(s, _)| *s > 0.0 && *s >= floor)
-        .count()
-        .max(1);
-    let pruned = ranked.len() - kept;
-    ranked.truncate(kept);
 
     if let Some(say) = options.on_tuning {
+        let effort = match options.budget {
+            TuneBudget::Full => "all of them".to_string(),
+            TuneBudget::Time(d) => format!("for about {:.1} s", d.as_secs_f64()),
+            TuneBudget::Auto => "for about 1 s, or 20× the product's time".to_string(),
+        };
         say(&format!(
-            "tuning auto: timing up to {} candidates on {}×{}×{} for about {:.0} s; the choice \
-             is kept for later runs",
-            ranked.len(),
+            "tuning auto: timing up to {} candidates on {}×{}×{} {effort}; what is learned is \
+             kept for later runs",
+            untimed.len(),
             proxy.m,
             proxy.k,
             proxy.n,
-            options.budget.as_secs_f64()
         ));
     }
     let operands = inputs::random_operands(&proxy, 0x7475_6e65)?;
@@ -606,11 +762,19 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             crate::one_line(&e.to_string())
         ));
     };
-    for (_, plan) in &ranked {
-        // The best-ranked candidate that runs is always timed.
-        if !timed.is_empty() && start.elapsed() >= options.budget {
+    // The product's own time, estimated from the fastest proxy time by the ratio of work.
+    let scale = problem.flops() / proxy.flops();
+    for plan in &untimed {
+        let best = timed
+            .iter()
+            .chain(previous.as_ref().map(|p| &p.0))
+            .map(|t| t.min_ms)
+            .fold(f64::INFINITY, f64::min);
+        // The first candidate not yet timed always is.
+        if !timed.is_empty() && start.elapsed() >= options.budget.per_call(best * scale) {
             break;
         }
+        tried.push(plan.config.to_string());
         // The first launch compiles; a tiny one, so that a slow kernel costs its compile only
         // once.
         let runs = gpu.compile(plan, &proxy).and_then(|_| {
@@ -618,7 +782,6 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                 let d = gpu.profile(|| gpu.enqueue(&proxy, plan, &a, &b, &c).map(|_| ()))?;
                 Ok(d.as_secs_f64() * 1e3)
             };
-            let best = timed.iter().map(|t| t.min_ms).fold(f64::INFINITY, f64::min);
             // One run is enough to drop a candidate twice as slow as the best.
             let mut runs = vec![time()?];
             if runs[0] < 2.0 * best {
@@ -645,7 +808,8 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
 
     // The fastest whose result meets the bound, each computed into a C of NaN, so that an
     // entry a kernel leaves unwritten fails the check instead of showing an earlier result.
-    // Random inputs: a winner that computes in a lower precision than asked fails.
+    // Random inputs: a winner that computes in a lower precision than asked fails. The cached
+    // choice was verified when it was chosen, and stays while nothing verified beats it.
     let reference = Reference::new(&proxy, &operands.a, &operands.b, None)?.random_inputs();
     let nan = HostData::from_f64(
         proxy.precision.output,
@@ -653,6 +817,11 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     );
     let mut winner = None;
     for t in &timed {
+        if let Some((cached, _)) = &previous {
+            if cached.min_ms <= t.min_ms {
+                break;
+            }
+        }
         let check = (|| -> Result<bool> {
             let c = gpu.output(&proxy, Some(&nan))?;
             let launches = gpu.enqueue(&proxy, &t.plan, &a, &b, &c)?;
@@ -673,8 +842,8 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             Err(e) => skip(&mut notes, &t.plan, e),
         }
     }
-    let Some(winner) = winner else {
-        return Err(Error::View(format!(
+    let Some(winner) = winner.or_else(|| previous.map(|p| p.0)) else {
+        return Err(Error::NoKernel(format!(
             "no timed kernel computed {}×{}×{} correctly on {}: {}",
             proxy.m,
             proxy.k,
@@ -684,12 +853,15 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         )));
     };
 
+    let complete = ranked.iter().all(|p| tried.contains(&p.config.to_string()));
     let mut saved = false;
     if let Some(path) = &options.cache {
         let entry = Entry {
             config: winner.plan.config.to_string(),
             median_ms: winner.median_ms,
-            timed: timed.len(),
+            min_ms: winner.min_ms,
+            tried: tried.clone(),
+            complete,
             verified: true,
         };
         match CacheFile::save(path, &text, entry) {
@@ -697,21 +869,19 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             Err(e) => notes.push(format!("tuning cache not saved to {}: {e}", path.display())),
         }
     }
-    Ok(TuneReport {
-        key: text,
-        cache: cache_use,
-        cache_file: options.cache.clone(),
-        chosen: winner.plan,
-        proxy: [proxy.m, proxy.k, proxy.n],
-        candidates: all.len(),
-        pruned,
-        median_ms: winner.median_ms,
+    let tried = ranked
+        .iter()
+        .filter(|p| tried.contains(&p.config.to_string()))
+        .count();
+    Ok(report(
+        cache_use,
+        winner.plan,
         timed,
-        verified: true,
-        time: start.elapsed(),
+        winner.median_ms,
+        tried,
         saved,
         notes,
-    })
+    ))
 }
 
 #[cfg(test)]
@@ -729,6 +899,33 @@ mod tests {
         );
         assert_eq!([a(2048), a(5000), a(usize::MAX)], [2048, 2048, 2048]);
         assert_eq!(anchor(100_000, anchor_cap(DeviceKind::Cpu)), 1024);
+    }
+
+    #[test]
+    fn the_auto_budget_is_a_second_or_twenty_times_the_product() {
+        let auto = TuneBudget::Auto;
+        assert_eq!(auto.per_call(10.0), Duration::from_secs(1));
+        assert_eq!(auto.per_call(f64::INFINITY), Duration::from_secs(1));
+        assert_eq!(auto.per_call(200.0), Duration::from_secs(4));
+        assert_eq!(
+            TuneBudget::Time(Duration::ZERO).per_call(200.0),
+            Duration::ZERO
+        );
+        assert_eq!(TuneBudget::Full.per_call(1.0), Duration::MAX);
+        assert_eq!("auto".parse(), Ok(TuneBudget::Auto));
+        assert_eq!("full".parse(), Ok(TuneBudget::Full));
+        assert_eq!(
+            " 2.5".parse(),
+            Ok(TuneBudget::Time(Duration::from_millis(2500)))
+        );
+        for bad in ["-1", "nan", "1e7", "soon"] {
+            let err = bad.parse::<TuneBudget>().unwrap_err();
+            assert!(err.contains("auto, full, or a number"), "{err}");
+        }
+        assert_eq!(
+            TuneBudget::Time(Duration::from_millis(1)).to_string(),
+            "0.001 s"
+        );
     }
 
     #[test]
@@ -787,7 +984,9 @@ mod tests {
         Entry {
             config: config.into(),
             median_ms: 1.0,
-            timed: 3,
+            min_ms: 1.0,
+            tried: vec![config.into()],
+            complete: false,
             verified: true,
         }
     }
@@ -815,7 +1014,7 @@ mod tests {
         assert_eq!(CacheFile::load(&path, &mut notes).entries.len(), 1);
         assert!(notes.is_empty());
 
-        let old = r#"{"format": 1, "tilemm": "0.0.1", "entries": {"x": {"config": "naive:tpb=8", "median_ms": 1.0, "timed": 1, "verified": true}}}"#;
+        let old = r#"{"format": 2, "tilemm": "0.0.1", "entries": {"x": {"config": "naive:tpb=8", "median_ms": 1.0, "min_ms": 1.0, "tried": [], "complete": true, "verified": true}}}"#;
         std::fs::write(&path, old).unwrap();
         assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
         assert!(notes[0].contains("from tilemm 0.0.1"), "{notes:?}");

@@ -28,9 +28,10 @@ fn dense<'a, T: crate::element::Element>(
         operands.b.as_slice::<T>(),
     ) {
         (true, Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(crate::error::Error::View(format!(
-            "the vendor baseline covers dense row-major A·B in {dtype} here, so far"
-        ))),
+        _ => Err(crate::error::Error::Baseline {
+            name: "the vendor's BLAS".into(),
+            reason: format!("it covers dense row-major A·B in {dtype} here, so far"),
+        }),
     }
 }
 

@@ -314,7 +314,7 @@ impl<'a> Reference<'a> {
         let c0 = c0.filter(|_| problem.reads_c());
         if problem.reads_c() {
             let c0 = c0.ok_or_else(|| {
-                Error::View("beta ≠ 0 reads C, but no initial C was given".into())
+                Error::MissingOperand("β ≠ 0 reads C, but no initial C was given".into())
             })?;
             problem.check_output(c0.len())?;
         }

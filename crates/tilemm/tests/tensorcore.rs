@@ -154,7 +154,7 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
         // auto routes around the rung: its candidates are what the device can run.
         let dir = tempfile::tempdir().unwrap();
         let options = TuneOptions {
-            budget: Duration::from_secs(1),
+            budget: tilemm::tune::TuneBudget::Time(Duration::from_secs(1)),
             cache: Some(dir.path().join("tuning.json")),
             retune: false,
             on_tuning: None,

@@ -5,13 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use tilemm::tune::{self, CacheUse, TuneOptions};
+use tilemm::tune::{self, CacheUse, TuneBudget, TuneOptions};
 use tilemm::verify::Reference;
 use tilemm::{inputs, Shape};
 
 fn options(dir: &std::path::Path, budget_s: f64) -> TuneOptions {
     TuneOptions {
-        budget: Duration::from_secs_f64(budget_s),
+        budget: TuneBudget::Time(Duration::from_secs_f64(budget_s)),
         cache: Some(dir.join("tuning.json")),
         retune: false,
         on_tuning: None,
@@ -67,7 +67,14 @@ fn auto_tunes_verifies_and_saves_and_the_next_call_of_the_class_hits_the_cache()
     }
     .problem()
     .unwrap();
-    let hit = tune::choose(gpu, &same_class, &options).unwrap();
+    // (1.5 s times a few of the candidates: the class is partly tuned, and a budget of 0 takes
+    // the cached choice as it is.)
+    assert!(!first.complete(), "{first}");
+    let zero = TuneOptions {
+        budget: TuneBudget::Time(Duration::ZERO),
+        ..options.clone()
+    };
+    let hit = tune::choose(gpu, &same_class, &zero).unwrap();
     assert_eq!(hit.cache, CacheUse::Hit, "{hit}");
     assert_eq!(hit.chosen, first.chosen);
     assert!(hit.timed.is_empty() && hit.verified && !hit.saved);
@@ -146,4 +153,60 @@ fn a_corrupt_or_unwritable_cache_is_noted_and_tuning_goes_on() {
     let report = tune::choose(gpu, &problem, &off).unwrap();
     assert_eq!(report.cache, CacheUse::Off);
     assert!(!report.saved && report.notes.is_empty());
+}
+
+#[test]
+fn a_partly_tuned_class_goes_on_where_it_stopped_until_it_is_fully_tuned() {
+    let gpu = common::gpu();
+    let dir = tempfile::tempdir().unwrap();
+    let problem = Shape::new(24, 40, 24).problem().unwrap();
+    // A budget of 0 times the best-ranked candidate alone, and takes a partial choice as final.
+    let quick = options(dir.path(), 0.0);
+    let first = tune::choose(gpu, &problem, &quick).unwrap();
+    assert_eq!(first.cache, CacheUse::Miss, "{first}");
+    assert_eq!((first.tried, first.timed.len()), (1, 1), "{first}");
+    assert!(
+        first.kept > 1 && !first.complete() && first.saved,
+        "{first}"
+    );
+    assert!(
+        first.to_string().contains("partly tuned: 1 of the"),
+        "{first}"
+    );
+    let hit = tune::choose(gpu, &problem, &quick).unwrap();
+    assert_eq!((hit.cache, hit.tried), (CacheUse::Hit, 1), "{hit}");
+
+    // Any other budget goes on: the next candidate in the model's order, never one timed before.
+    let on = options(dir.path(), 0.001);
+    let second = tune::choose(gpu, &problem, &on).unwrap();
+    assert_eq!(second.cache, CacheUse::Continued, "{second}");
+    assert_eq!((second.tried, second.timed.len()), (2, 1), "{second}");
+    assert_ne!(second.timed[0].plan, first.timed[0].plan);
+    assert!(
+        [first.chosen, second.timed[0].plan].contains(&second.chosen),
+        "{second}"
+    );
+    assert!(second.verified && second.saved);
+
+    // Once every candidate the model keeps has been timed, the class is fully tuned: a hit,
+    // whatever the budget. (Marked here by hand; timing them all takes a minute on lavapipe.)
+    let path = on.cache.clone().unwrap();
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let every: Vec<String> = tilemm::Kernel::ALL
+        .iter()
+        .flat_map(|k| k.configs())
+        .map(|c| c.to_string())
+        .collect();
+    for entry in file["entries"].as_object_mut().unwrap().values_mut() {
+        entry["tried"] = serde_json::json!(every);
+    }
+    std::fs::write(&path, file.to_string()).unwrap();
+    let done = tune::choose(gpu, &problem, &on).unwrap();
+    assert_eq!(done.cache, CacheUse::Hit, "{done}");
+    assert!(
+        done.complete() && done.to_string().contains("fully tuned"),
+        "{done}"
+    );
+    assert_eq!(done.chosen, second.chosen);
 }

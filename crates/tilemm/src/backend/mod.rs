@@ -64,8 +64,8 @@ impl Backend {
     }
 
     fn not_built(self) -> Error {
-        Error::BackendNotBuilt {
-            backend: self.name(),
+        Error::NotBuilt {
+            what: format!("the {} backend", self.name()),
             feature: self.name(),
         }
     }

@@ -378,8 +378,8 @@ pub fn preflight(archs: &[Arch], tools: &Toolchain) -> Result<()> {
         #[cfg(feature = "cuda")]
         nvidia::preflight(tools)?;
         #[cfg(not(feature = "cuda"))]
-        return Err(Error::BackendNotBuilt {
-            backend: "cuda (NVRTC for the NVIDIA compile check)",
+        return Err(Error::NotBuilt {
+            what: "the cuda backend (NVRTC, for the NVIDIA compile check)".into(),
             feature: "cuda",
         });
     }
@@ -406,8 +406,8 @@ pub fn check(
             #[cfg(not(feature = "cuda"))]
             {
                 let _ = (tools, precision);
-                Err(Error::BackendNotBuilt {
-                    backend: "cuda (NVRTC for the NVIDIA compile check)",
+                Err(Error::NotBuilt {
+                    what: "the cuda backend (NVRTC, for the NVIDIA compile check)".into(),
                     feature: "cuda",
                 })
             }
