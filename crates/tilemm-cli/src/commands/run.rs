@@ -1,0 +1,104 @@
+//! `tilemm run`: the example's experiment, from the library's `Runner`.
+
+use std::io;
+use std::process::ExitCode;
+
+use tilemm::run::{Inputs, RunOptions, Runner};
+use tilemm::tune::TuneBudget;
+use tilemm::{inputs, DType, Precision, Shape};
+
+use crate::args::*;
+use crate::{complain, say, CommandResult, Failure, EXIT_FAIL};
+
+pub fn run_command(args: RunArgs) -> CommandResult {
+    let kernel = unnamed("--kernel", args.kernel.as_slice(), args.tpb.as_slice())?;
+    let kernel = kernel_choice(kernel.into_iter().next(), args.tpb)?;
+    // An unusable destination is refused before the run, not after it.
+    let output = args
+        .out
+        .as_deref()
+        .map(inputs::Output::create)
+        .transpose()?;
+    let options = RunOptions {
+        backend: args.target.backend,
+        device: args.target.device,
+        kernel,
+        tune: args.tune.options(TuneBudget::Auto),
+    };
+    // Device and memory are checked before any input exists: a huge request fails with a
+    // message, not an out-of-memory abort, and a file's data is read only once it is known to
+    // fit.
+    let outcome = match (&args.a, &args.b) {
+        (Some(a_path), Some(b_path)) => {
+            let ops = inputs::FileOps {
+                trans_a: args.trans_a,
+                trans_b: args.trans_b,
+                dtype: args.dtype,
+            };
+            let (problem, files) = inputs::OperandFiles::open(
+                a_path,
+                b_path,
+                args.c.as_deref(),
+                (args.alpha, args.beta),
+                ops,
+            )?;
+            for note in &files.notes {
+                complain(&format!("note: {note}"));
+            }
+            let runner = Runner::new(&problem, &options)?;
+            let (a, b, c0) = files.read()?;
+            let c0 = match c0 {
+                Some(c0) => Some(c0),
+                None => inputs::random_initial_c(&problem, args.seed)?,
+            };
+            let files = Inputs::Files {
+                a: a_path.clone(),
+                b: b_path.clone(),
+                c: args.c.clone(),
+            };
+            runner.run(&inputs::Operands { a, b, c0 }, files)?
+        }
+        _ => {
+            let problem = Shape {
+                m: args.m,
+                k: args.k,
+                n: args.n,
+                batch: args.batch,
+                trans_a: args.trans_a,
+                trans_b: args.trans_b,
+                broadcast_a: false,
+                broadcast_b: false,
+                alpha: args.alpha,
+                beta: args.beta,
+                precision: Precision::of(args.dtype.unwrap_or(DType::F32)),
+            }
+            .problem()?;
+            let runner = Runner::new(&problem, &options)?;
+            let operands = inputs::random_operands(&problem, args.seed)?;
+            runner.run(&operands, Inputs::Random { seed: args.seed })?
+        }
+    };
+    let problem = outcome.report.problem;
+    if let Some(output) = output {
+        output.write(&outcome.c, &problem.c, problem.batch)?;
+    }
+    let verdict = if outcome.report.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAIL)
+    };
+    let printed = if args.json {
+        say(format_args!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.report).expect("reports serialize")
+        ))
+    } else {
+        say(format_args!("{}", outcome.report))
+    };
+    match printed {
+        // The verdict stands even if nobody reads the report.
+        Err(Failure::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(verdict),
+        Err(e) => Err(e),
+        Ok(()) => Ok(verdict),
+    }
+}
