@@ -242,8 +242,8 @@ fn usable(root: &Path, notes: &mut Vec<String>) -> Result<(), String> {
     if free < MIN_FREE_BYTES {
         return Err(format!(
             "{} free on its disk, under the {} the cache wants",
-            crate::plan::format_bytes(free),
-            crate::plan::format_bytes(MIN_FREE_BYTES)
+            crate::host::format_bytes(free),
+            crate::host::format_bytes(MIN_FREE_BYTES)
         ));
     }
     Ok(())

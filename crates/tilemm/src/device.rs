@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::problem::{DType, Precision};
+pub use crate::types::MatrixUnit;
+use crate::types::{DType, Precision};
 
 /// The kind of adapter, as the driver reports it; selection prefers them in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -99,34 +100,6 @@ pub fn no_tf32(device: &str) -> Error {
         missing: "tf32 matrix units (NVIDIA tensor cores from sm_80 on, in a build with the cuda \
                   feature)",
         remedy: "--dtype f32 computes in f32, on every device",
-    }
-}
-
-/// A matrix-multiply unit a device registers (a tensor-core or cooperative-matrix
-/// configuration): C (M×N, `cd`) += A (M×K, `a`) · B (K×N, `b`) per plane.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct MatrixUnit {
-    /// A's element type.
-    pub a: DType,
-    /// B's element type.
-    pub b: DType,
-    /// C's (and the accumulator's) element type.
-    pub cd: DType,
-    /// Rows of A and C.
-    pub m: u32,
-    /// Columns of B and C.
-    pub n: u32,
-    /// Columns of A, rows of B.
-    pub k: u32,
-}
-
-impl std::fmt::Display for MatrixUnit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}×{}×{} {}×{}→{}",
-            self.m, self.n, self.k, self.a, self.b, self.cd
-        )
     }
 }
 

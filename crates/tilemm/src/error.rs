@@ -63,7 +63,7 @@ pub enum Error {
     #[error("{device} cannot compute in {dtype}: it has no {missing} ({remedy})")]
     TypeUnavailable {
         /// The type.
-        dtype: crate::problem::DType,
+        dtype: crate::types::DType,
         /// The device.
         device: String,
         /// The feature it lacks.
@@ -226,6 +226,12 @@ pub enum Error {
     },
 }
 
+impl From<crate::types::UnsupportedPrecision> for Error {
+    fn from(e: crate::types::UnsupportedPrecision) -> Self {
+        Error::Precision(e.0)
+    }
+}
+
 /// A panic's message (its payload, where it is text), for the one line that reports it.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -261,7 +267,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Unavailable {
     /// The kernel does not compute this precision on any device.
-    Precision(crate::problem::Precision),
+    Precision(crate::types::Precision),
     /// The kernel is laid out for planes of another width than the device's.
     PlaneWidth {
         /// The width the configuration is built for.
@@ -272,15 +278,15 @@ pub enum Unavailable {
     /// The device registers no matrix unit of the fragment shape and types the kernel uses.
     MatrixUnit {
         /// The shape and types wanted.
-        wanted: crate::device::MatrixUnit,
+        wanted: crate::types::MatrixUnit,
         /// What the device registers.
-        registered: Vec<crate::device::MatrixUnit>,
+        registered: Vec<crate::types::MatrixUnit>,
     },
     /// The device has no warp-level MMA on registers (`mma.sync`) of the shape and types
     /// the kernel uses: NVIDIA sm_80 and later, through the cuda backend.
     RegisterMma {
         /// The shape and types wanted.
-        wanted: crate::device::MatrixUnit,
+        wanted: crate::types::MatrixUnit,
     },
     /// The device has no asynchronous copies from global to shared memory (`cp.async`).
     AsyncCopy,

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use crate::element::HostData;
 use crate::error::{Error, Result};
-use crate::plan::format_bytes;
 use crate::problem::DType;
 
 /// How much more memory this process may allocate, and which limit says so.
@@ -304,6 +303,22 @@ pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
     // SAFETY: statvfs returned 0, so it filled the buffer.
     let stat = unsafe { stat.assume_init() };
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// Bytes in the unit a person reads best (B, KiB, MiB, GiB).
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {} ({bytes} bytes)", UNITS[unit])
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+use serde::{Serialize, Serializer};
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -791,6 +793,53 @@ pub fn read_matrix(path: &Path) -> Result<((usize, usize), Vec<f32>)> {
 /// Writes a rows×cols row-major f32 matrix as a `.npy` file (see [`Output`]).
 pub fn write_matrix(path: &Path, rows: usize, cols: usize, data: &[f32]) -> Result<()> {
     Output::create(path)?.write_raw(DType::F32, false, &[rows, cols], bytemuck::cast_slice(data))
+}
+
+/// Where A and B came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum Source {
+    /// tilemm's own random data: uniform in [-1, 1) from a seed.
+    Random {
+        /// The seed.
+        seed: u64,
+    },
+    /// `.npy` files.
+    Files {
+        /// A's file.
+        #[serde(serialize_with = "lossy_path")]
+        a: PathBuf,
+        /// B's file.
+        #[serde(serialize_with = "lossy_path")]
+        b: PathBuf,
+        /// C₀'s file, if given (else C₀ is random when β ≠ 0).
+        #[serde(serialize_with = "lossy_optional_path")]
+        c: Option<PathBuf>,
+    },
+}
+
+impl Source {
+    /// Whether these are tilemm's random inputs, for which a correct kernel's error has a
+    /// statistical expectation (the verifier's precision limit); for other data none holds.
+    pub fn random(&self) -> bool {
+        matches!(self, Source::Random { .. })
+    }
+}
+
+/// A path in a report: as text, with what is not UTF-8 shown as U+FFFD (JSON holds only text).
+pub(crate) fn lossy_path<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
+/// [`lossy_path`] for an optional path.
+pub(crate) fn lossy_optional_path<S: Serializer>(
+    path: &Option<PathBuf>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match path {
+        Some(path) => lossy_path(path, s),
+        None => s.serialize_none(),
+    }
 }
 
 #[cfg(test)]

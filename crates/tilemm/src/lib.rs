@@ -60,6 +60,7 @@ pub mod problem;
 pub mod report;
 pub mod run;
 pub mod tune;
+pub mod types;
 pub mod vendor_blas;
 pub mod verify;
 

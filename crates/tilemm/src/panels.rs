@@ -10,7 +10,8 @@ use crate::device::DeviceInfo;
 use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
 use crate::host;
-use crate::plan::{device_bytes, format_bytes, Launches, Plan};
+use crate::host::format_bytes;
+use crate::plan::{device_bytes, Launches, Plan};
 use crate::problem::{Layout, MatrixDesc, Problem};
 
 /// How a product is cut into blocks: the sizes of one block along M, K, N and the batch (the

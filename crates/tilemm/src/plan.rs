@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
+use crate::host::format_bytes;
 use crate::ladder::{Config, Kernel, LaunchShape};
 use crate::problem::{DType, MatrixDesc, Precision, Problem};
 
@@ -309,22 +310,6 @@ pub fn device_bytes(problem: &Problem, device: &DeviceInfo) -> [usize; 3] {
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.config.fmt(f)
-    }
-}
-
-/// Bytes in the unit a person reads best (B, KiB, MiB, GiB).
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {} ({bytes} bytes)", UNITS[unit])
     }
 }
 

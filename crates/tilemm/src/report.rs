@@ -7,10 +7,10 @@ use serde::{Serialize, Serializer};
 
 use crate::backend::Backend;
 use crate::device::DeviceInfo;
+use crate::inputs::Source;
 use crate::panels::Panels;
 use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
-use crate::run::Inputs;
 use crate::tune::TuneReport;
 use crate::verify::{ReferenceMode, Verification};
 
@@ -100,7 +100,7 @@ pub struct Report {
     /// The product.
     pub problem: Problem,
     /// Where A and B came from.
-    pub inputs: Inputs,
+    pub inputs: Source,
     /// Where it ran.
     pub backend: Backend,
     /// The GPU device, if one ran.
@@ -133,10 +133,10 @@ impl fmt::Display for Report {
         let p = &self.problem;
         writeln!(f, "problem     {p}")?;
         match &self.inputs {
-            Inputs::Random { seed } => {
+            Source::Random { seed } => {
                 writeln!(f, "inputs      random, uniform in [-1, 1), seed {seed}")?
             }
-            Inputs::Files { a, b, c } => {
+            Source::Files { a, b, c } => {
                 write!(f, "inputs      A {}, B {}", a.display(), b.display())?;
                 match c {
                     Some(c) => writeln!(f, ", C₀ {}", c.display())?,

@@ -1,10 +1,7 @@
 //! The example's experiment: the product on a GPU twice (the first run pays for JIT
 //! compilation), on the CPU, and checked against a reference.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-use serde::Serialize;
 
 use crate::backend::{open_device, Backend, GpuSession};
 use crate::cpu;
@@ -12,7 +9,7 @@ use crate::device::{DeviceInfo, DeviceKind};
 use crate::element::HostData;
 use crate::error::Result;
 use crate::host::{self, Bytes};
-use crate::inputs::Operands;
+use crate::inputs::{Operands, Source};
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::report::{CpuTimes, FirstRun, KernelReport, Report, SecondRun};
@@ -30,37 +27,6 @@ pub struct RunOptions {
     pub kernel: KernelChoice,
     /// How `auto` tunes.
     pub tune: TuneOptions,
-}
-
-/// Where A and B came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase", tag = "kind")]
-pub enum Inputs {
-    /// tilemm's own random data: uniform in [-1, 1) from a seed.
-    Random {
-        /// The seed.
-        seed: u64,
-    },
-    /// `.npy` files.
-    Files {
-        /// A's file.
-        #[serde(serialize_with = "crate::tune::lossy_path")]
-        a: PathBuf,
-        /// B's file.
-        #[serde(serialize_with = "crate::tune::lossy_path")]
-        b: PathBuf,
-        /// C₀'s file, if given (else C₀ is random when β ≠ 0).
-        #[serde(serialize_with = "crate::tune::lossy_optional_path")]
-        c: Option<PathBuf>,
-    },
-}
-
-impl Inputs {
-    /// Whether these are tilemm's random inputs, for which a correct kernel's error has a
-    /// statistical expectation (the verifier's precision limit); for other data none holds.
-    pub fn random(&self) -> bool {
-        matches!(self, Inputs::Random { .. })
-    }
 }
 
 /// A report and the product it describes.
@@ -198,7 +164,7 @@ impl Runner {
     }
 
     /// Runs the experiment on `operands` (the problem's A, B and C₀, from `inputs`).
-    pub fn run(self, operands: &Operands, inputs: Inputs) -> Result<Outcome> {
+    pub fn run(self, operands: &Operands, inputs: Source) -> Result<Outcome> {
         let Runner {
             problem,
             plan,

@@ -299,22 +299,6 @@ pub enum CacheUse {
     Off,
 }
 
-/// A path in a report: as text, with what is not UTF-8 shown as U+FFFD (JSON holds only text).
-pub(crate) fn lossy_path<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(&path.to_string_lossy())
-}
-
-/// [`lossy_path`] for an optional path.
-pub(crate) fn lossy_optional_path<S: Serializer>(
-    path: &Option<PathBuf>,
-    s: S,
-) -> std::result::Result<S::Ok, S::Error> {
-    match path {
-        Some(path) => lossy_path(path, s),
-        None => s.serialize_none(),
-    }
-}
-
 fn ms<S: Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1e3)
 }
@@ -342,7 +326,7 @@ pub struct TuneReport {
     /// Hit, miss, retuned or off.
     pub cache: CacheUse,
     /// The cache file.
-    #[serde(serialize_with = "lossy_optional_path")]
+    #[serde(serialize_with = "crate::inputs::lossy_optional_path")]
     pub cache_file: Option<PathBuf>,
     /// The choice.
     pub chosen: Plan,

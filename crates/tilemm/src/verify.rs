@@ -35,8 +35,8 @@ use serde::Serialize;
 
 use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
+use crate::host::format_bytes;
 use crate::host::{self, Bytes};
-use crate::plan::format_bytes;
 use crate::problem::{MatrixDesc, Problem};
 
 /// The most memory a block of the reference works in.

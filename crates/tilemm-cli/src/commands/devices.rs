@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use tilemm::backend::{default_device, install_hint, list_devices};
-use tilemm::plan::format_bytes;
+use tilemm::host::format_bytes;
 use tilemm::Backend;
 
 use crate::CommandResult;

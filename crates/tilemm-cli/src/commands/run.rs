@@ -3,7 +3,8 @@
 use std::io;
 use std::process::ExitCode;
 
-use tilemm::run::{Inputs, RunOptions, Runner};
+use tilemm::inputs::Source;
+use tilemm::run::{RunOptions, Runner};
 use tilemm::tune::TuneBudget;
 use tilemm::{inputs, DType, Precision, Shape};
 
@@ -51,7 +52,7 @@ pub fn run_command(args: RunArgs) -> CommandResult {
                 Some(c0) => Some(c0),
                 None => inputs::random_initial_c(&problem, args.seed)?,
             };
-            let files = Inputs::Files {
+            let files = Source::Files {
                 a: a_path.clone(),
                 b: b_path.clone(),
                 c: args.c.clone(),
@@ -75,7 +76,7 @@ pub fn run_command(args: RunArgs) -> CommandResult {
             .problem()?;
             let runner = Runner::new(&problem, &options)?;
             let operands = inputs::random_operands(&problem, args.seed)?;
-            runner.run(&operands, Inputs::Random { seed: args.seed })?
+            runner.run(&operands, Source::Random { seed: args.seed })?
         }
     };
     let problem = outcome.report.problem;
