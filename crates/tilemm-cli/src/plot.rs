@@ -79,7 +79,7 @@ pub fn write(stem: &Path, title: &str, rows: &[Measurement]) -> Result<[PathBuf;
             order.push(name);
         }
         // x: the cube root of M·K·N, so that square sizes sit at N.
-        let size = (m.problem.m as f64 * m.problem.k as f64 * m.problem.n as f64).cbrt();
+        let size = (m.problem.m() as f64 * m.problem.k() as f64 * m.problem.n() as f64).cbrt();
         series.entry(name).or_default().push((size, m.gflops));
     }
     if series.is_empty() {

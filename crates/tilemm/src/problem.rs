@@ -157,25 +157,25 @@ impl MatrixDesc {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Problem {
     /// Rows of A and C.
-    pub m: usize,
+    pub(crate) m: usize,
     /// Columns of A and rows of B: the length of each dot product.
-    pub k: usize,
+    pub(crate) k: usize,
     /// Columns of B and C.
-    pub n: usize,
+    pub(crate) n: usize,
     /// Products in the batch.
-    pub batch: usize,
+    pub(crate) batch: usize,
     /// Where A's elements are.
-    pub a: MatrixDesc,
+    pub(crate) a: MatrixDesc,
     /// Where B's elements are.
-    pub b: MatrixDesc,
+    pub(crate) b: MatrixDesc,
     /// Where C's elements are.
-    pub c: MatrixDesc,
+    pub(crate) c: MatrixDesc,
     /// The product's scale.
-    pub alpha: f64,
+    pub(crate) alpha: f64,
     /// C's scale; 0 leaves C unread.
-    pub beta: f64,
+    pub(crate) beta: f64,
     /// Element types.
-    pub precision: Precision,
+    pub(crate) precision: Precision,
 }
 
 /// Dense operands described by a few choices: what the CLI's flags and most callers need.
@@ -246,6 +246,60 @@ impl Shape {
             (self.alpha, self.beta),
             self.precision,
         )
+    }
+}
+
+/// The problem's parts, read-only: a problem is made only by [`Shape::problem`] or
+/// [`Problem::general`], which validate them together.
+impl Problem {
+    /// Rows of A and C.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
+    /// Columns of A and rows of B: the length of each dot product.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Columns of B and C.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Products in the batch.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Where A's elements are.
+    pub fn a(&self) -> MatrixDesc {
+        self.a
+    }
+
+    /// Where B's elements are.
+    pub fn b(&self) -> MatrixDesc {
+        self.b
+    }
+
+    /// Where C's elements are.
+    pub fn c(&self) -> MatrixDesc {
+        self.c
+    }
+
+    /// The product's scale.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// C's scale; 0 leaves C unread.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// Element types.
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 }
 

@@ -39,12 +39,12 @@ fn integer_matrix(len: usize, rng: &mut StdRng) -> Vec<f32> {
 /// The exact product of dense row-major integer matrices, in i64: independent of every float
 /// code path.
 fn exact_product(p: &Problem, a: &[f32], b: &[f32]) -> Vec<f32> {
-    let mut c = vec![0i64; p.m * p.n];
-    for i in 0..p.m {
-        for l in 0..p.k {
-            let x = a[i * p.k + l] as i64;
-            for j in 0..p.n {
-                c[i * p.n + j] += x * b[l * p.n + j] as i64;
+    let mut c = vec![0i64; p.m() * p.n()];
+    for i in 0..p.m() {
+        for l in 0..p.k() {
+            let x = a[i * p.k() + l] as i64;
+            for j in 0..p.n() {
+                c[i * p.n() + j] += x * b[l * p.n() + j] as i64;
             }
         }
     }
@@ -294,15 +294,15 @@ fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
             let mut int = |len: usize, dtype: DType| {
                 HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
             };
-            let a = int(p.a_len(), p.precision.input);
-            let b = int(p.b_len(), p.precision.input);
-            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+            let a = int(p.a_len(), p.precision().input);
+            let b = int(p.b_len(), p.precision().input);
+            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision().output));
             let run = gpu().gemm(&p, &plan, &a, &b, c0.as_ref()).unwrap();
             let check = Reference::new(&p, &a, &b, c0.as_ref())
                 .unwrap()
                 .check(&run.c)
                 .unwrap();
-            let exact = p.alpha.fract() == 0.0;
+            let exact = p.alpha().fract() == 0.0;
             assert!(check.pass, "{plan}, {name}, integers: {check:?}");
             assert_eq!(check.all_exact(), exact, "{plan}, {name}: {check:?}");
         }
@@ -350,9 +350,9 @@ fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integer
             let mut int = |len: usize, dtype: DType| {
                 HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
             };
-            let a = int(p.a_len(), p.precision.input);
-            let b = int(p.b_len(), p.precision.input);
-            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+            let a = int(p.a_len(), p.precision().input);
+            let b = int(p.b_len(), p.precision().input);
+            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision().output));
             let run = small.gemm(p, &plan, &a, &b, c0.as_ref()).unwrap();
             let check = Reference::new(p, &a, &b, c0.as_ref())
                 .unwrap()
@@ -361,7 +361,7 @@ fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integer
             assert!(check.pass, "{plan}, {name}, integers: {check:?}");
             assert_eq!(
                 check.all_exact(),
-                p.alpha.fract() == 0.0 && p.beta.fract() == 0.0,
+                p.alpha().fract() == 0.0 && p.beta().fract() == 0.0,
                 "{plan}, {name}: {check:?}"
             );
         }

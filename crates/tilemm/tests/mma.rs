@@ -106,9 +106,9 @@ fn check(plan: &Plan, name: &str, p: &Problem, rng: &mut StdRng) {
     let mut int = |len: usize, dtype: DType| {
         HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-3i32..=3) as f64))
     };
-    let a = int(p.a_len(), p.precision.input);
-    let b = int(p.b_len(), p.precision.input);
-    let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+    let a = int(p.a_len(), p.precision().input);
+    let b = int(p.b_len(), p.precision().input);
+    let c0 = p.reads_c().then(|| int(p.c_len(), p.precision().output));
     let run = gpu()
         .gemm(p, plan, &a, &b, c0.as_ref())
         .unwrap_or_else(|e| panic!("{plan} on {name}: {e}"));

@@ -209,9 +209,9 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
             let mut int = |len: usize, dtype: DType| {
                 HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
             };
-            let a = int(p.a_len(), p.precision.input);
-            let b = int(p.b_len(), p.precision.input);
-            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision.output));
+            let a = int(p.a_len(), p.precision().input);
+            let b = int(p.b_len(), p.precision().input);
+            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision().output));
             let run = gpu()
                 .gemm(&p, plan, &a, &b, c0.as_ref())
                 .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));

@@ -252,7 +252,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
                 row.implementation = format!("auto → {}", row.implementation);
                 rows.push(row);
                 tunings.push(serde_json::json!({
-                    "m": problem.m, "k": problem.k, "n": problem.n, "tuning": tuning,
+                    "m": problem.m(), "k": problem.k(), "n": problem.n(), "tuning": tuning,
                 }));
                 bar.inc(1);
             }
@@ -329,9 +329,9 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
                 Format::Csv => bar.suspend(|| {
                     say(format_args!(
                         "{},{},{},{},\"{}\",{},{},{},{},{},{},{}",
-                        problem.m,
-                        problem.k,
-                        problem.n,
+                        problem.m(),
+                        problem.k(),
+                        problem.n(),
                         args.dtype,
                         m.implementation.replace('"', "\"\""),
                         m.computed.short_name(),
@@ -394,7 +394,7 @@ enum Format {
 }
 
 fn size_name(problem: &Problem) -> String {
-    format!("{}×{}×{}", problem.m, problem.k, problem.n)
+    format!("{}×{}×{}", problem.m(), problem.k(), problem.n())
 }
 
 /// cuBLAS on a CUDA device, rocBLAS on a HIP device; `None` for wgpu, which has no vendor BLAS.

@@ -81,7 +81,7 @@ pub fn run_command(args: RunArgs) -> CommandResult {
     };
     let problem = outcome.report.problem;
     if let Some(output) = output {
-        output.write(&outcome.c, &problem.c, problem.batch)?;
+        output.write(&outcome.c, &problem.c(), problem.batch())?;
     }
     let verdict = if outcome.report.pass {
         ExitCode::SUCCESS

@@ -34,7 +34,7 @@ pub fn tune_command(args: TuneCommandArgs) -> CommandResult {
             .problem()?;
             // A type the device lacks leaves its classes out; other sizes and types go on.
             let info = gpu.info();
-            if let Err(e) = info.types.check(problem.precision, &info.name) {
+            if let Err(e) = info.types.check(problem.precision(), &info.name) {
                 complain(&format!("note: {m}×{k}×{n} {dtype} left out: {e}"));
                 continue;
             }

@@ -58,7 +58,7 @@ pub fn every_plan() -> Vec<Plan> {
 /// that precision fits (f64 doubles it: the warp-tiled rung's 64 KiB exceed CUDA's 48).
 pub fn runs(plan: &Plan, problem: &Problem) -> bool {
     let info = gpu().info();
-    plan.config.computes(problem.precision)
+    plan.config.computes(problem.precision())
         && plan.config.supports(problem, info).is_ok()
         && plan.config.shape(problem).shared_bytes <= info.limits.max_shared_bytes
 }
