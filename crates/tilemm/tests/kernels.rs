@@ -106,11 +106,22 @@ fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
 }
 
 #[test]
-fn integer_inputs_give_the_exact_product() {
+fn integer_inputs_give_the_exact_product_on_every_rung() {
+    integer_inputs_give_the_exact_product(rung_plans());
+}
+
+/// Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
+#[test]
+#[ignore = "exhaustive: scripts/test-exhaustive runs it"]
+fn integer_inputs_give_the_exact_product_in_every_configuration() {
+    integer_inputs_give_the_exact_product(every_plan());
+}
+
+fn integer_inputs_give_the_exact_product(plans: Vec<Plan>) {
     // |entries| ≤ 8 and K ≤ 300: every partial sum is an integer below 2²⁴, exact in f32, so any
     // summation order must reproduce the exact product bit for bit.
     let mut rng = StdRng::seed_from_u64(7);
-    for plan in every_plan() {
+    for plan in plans {
         for (m, k, n) in SHAPES {
             let p = Problem::new(m, k, n).unwrap();
             let a = integer_matrix(p.a_len(), &mut rng);
@@ -369,7 +380,18 @@ fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integer
 }
 
 #[test]
-fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak() {
+fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak_on_every_rung() {
+    beta_zero_never_reads_c(rung_plans());
+}
+
+/// Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
+#[test]
+#[ignore = "exhaustive: scripts/test-exhaustive runs it"]
+fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak_in_every_configuration() {
+    beta_zero_never_reads_c(every_plan());
+}
+
+fn beta_zero_never_reads_c(plans: Vec<Plan>) {
     let p = Problem::new(19, 7, 21).unwrap();
     let reads = Shape {
         beta: 1.0,
@@ -378,7 +400,7 @@ fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak() {
     .problem()
     .unwrap();
     let ops = inputs::random_operands(&p, 4).unwrap();
-    for plan in every_plan() {
+    for plan in plans {
         let gpu = gpu();
         let a = gpu.upload(&ops.a).unwrap();
         let b = gpu.upload(&ops.b).unwrap();

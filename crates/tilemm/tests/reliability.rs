@@ -239,7 +239,21 @@ fn resident_bytes() -> u64 {
 }
 
 #[test]
+fn a_soak_of_150_mixed_products_leaves_memory_where_it_was() {
+    soak(150);
+}
+
+/// The long soak: scripts/test-exhaustive runs it (CI does), `scripts/test` the short one.
+#[test]
+#[ignore = "exhaustive: scripts/test-exhaustive runs it"]
 fn a_soak_of_1000_mixed_products_leaves_memory_where_it_was() {
+    soak(1000);
+}
+
+/// `products` random products (shapes, transposes, batches, β, precisions, rungs) run twice:
+/// once to compile every kernel variant they use and grow the pools, then again; the second
+/// pass must leave device and host memory where the first left them.
+fn soak(products: usize) {
     let mut rng = StdRng::seed_from_u64(9);
     let plans = rung_plans();
     let precisions = precisions();
@@ -265,21 +279,21 @@ fn a_soak_of_1000_mixed_products_leaves_memory_where_it_was() {
             .unwrap();
         assert_eq!(run.c.len(), p.c_len());
     };
-    // Warm-up: the same 1000 products once, so that every kernel variant they use (rung,
+    // Warm-up: the same products once, so that every kernel variant they use (rung,
     // precision, layouts, vector widths) is compiled and cached, and the pools have grown to
     // their working size; the soak then repeats them, and any growth is a leak.
     let start = rng.clone();
-    for _ in 0..1000 {
+    for _ in 0..products {
         one(&mut rng);
     }
     let (rss, device) = (resident_bytes(), gpu().memory().unwrap());
     let mut rng = start;
-    for _ in 0..1000 {
+    for _ in 0..products {
         one(&mut rng);
     }
     let (rss_after, device_after) = (resident_bytes(), gpu().memory().unwrap());
     eprintln!(
-        "soak of 1000 products: resident {:.1} → {:.1} MiB; device in use {} → {} bytes, \
+        "soak of {products} products: resident {:.1} → {:.1} MiB; device in use {} → {} bytes, \
          reserved {} → {} bytes",
         rss as f64 / 1048576.0,
         rss_after as f64 / 1048576.0,
