@@ -129,27 +129,48 @@ impl Resolved<'_> {
     }
 }
 
-/// The sessions this process opened, by what was asked for (`None`: the best device), kept
-/// for the process's life and shared by its threads. A failed open is not kept: the next call
+/// What this process opened, by what was asked for (`None`: the best device), kept for the
+/// process's life and shared by its threads: a session, or for the best device, why there is
+/// none (the CPU path then runs). A named device that fails to open is not kept: the next call
 /// tries again.
-static OPENED: Mutex<Vec<(DeviceAsked, Option<&'static GpuSession>)>> = Mutex::new(Vec::new());
+static OPENED: Mutex<Vec<(DeviceAsked, Opened)>> = Mutex::new(Vec::new());
 
 /// A backend and device index as asked for (`None`: the best).
 type DeviceAsked = (Option<Backend>, Option<usize>);
 
-/// The session for `backend` and `index` (`None`: the best GPU found; `Ok(None)`: none), opened
-/// by the first caller.
-fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Option<&'static GpuSession>> {
+/// A session, or why the best device is none.
+type Opened = std::result::Result<&'static GpuSession, String>;
+
+/// The session for `backend` and `index`, opened by the first caller. With `backend` `None`
+/// (the best GPU found) a failure is not an error but the reason the CPU path runs.
+fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Opened> {
     // One opener at a time, so that two threads do not open the device twice.
     let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, session)) = opened.iter().find(|(key, _)| *key == (backend, index)) {
-        return Ok(*session);
+        return Ok(session.clone());
     }
-    let session = open_device(backend, index, &mut Vec::new())?;
-    let session: Option<&'static GpuSession> = session.map(|s| &*Box::leak(Box::new(s)));
-    opened.push(((backend, index), session));
+    let mut notes = Vec::new();
+    let session = match open_device(backend, index, &mut notes) {
+        Ok(Some(session)) => {
+            let session: &'static GpuSession = Box::leak(Box::new(session));
+            // The best device is its backend's default one too: one session for both names.
+            let named = (Some(session.backend()), index);
+            if backend.is_none() && !opened.iter().any(|(key, _)| *key == named) {
+                opened.push((named, Ok(session)));
+            }
+            Ok(session)
+        }
+        Ok(None) => Err(notes.join("; ")),
+        Err(e) if backend.is_none() => Err(format!("no GPU device could be opened ({e})")),
+        Err(e) => return Err(e),
+    };
+    opened.push(((backend, index), session.clone()));
     Ok(session)
 }
+
+/// One tuning at a time in this process: threads sharing a device would disturb each other's
+/// timings, and the last to save would drop what the others timed.
+static TUNING: Mutex<()> = Mutex::new(());
 
 /// C = α·A·B + β·C over ndarray views: choose the route, kernel, α and β, then
 /// [`product`](Gemm::product) into a new array or [`write`](Gemm::write) into a view.
@@ -228,20 +249,21 @@ impl<'s> Gemm<'s> {
     fn resolve(&self) -> Result<Resolved<'s>> {
         match self.target {
             Target::Session(gpu) => Ok(Resolved::Gpu(gpu)),
-            Target::Named(Backend::Cpu, _) => Ok(Resolved::Cpu("named".into())),
-            Target::Named(backend, index) => {
-                let gpu = shared(Some(backend), index)?
-                    .expect("a named GPU backend opens a device or fails");
-                Ok(Resolved::Gpu(gpu))
-            }
+            Target::Named(Backend::Cpu, Some(_)) => Err(Error::CpuDeviceIndex),
+            Target::Named(Backend::Cpu, None) => Ok(Resolved::Cpu("named".into())),
+            Target::Named(backend, index) => match shared(Some(backend), index)? {
+                Ok(gpu) => Ok(Resolved::Gpu(gpu)),
+                // (open_device answers a named backend with a session or an error.)
+                Err(why) => Err(Error::NoDevice(why)),
+            },
             Target::Auto => match shared(None, None)? {
-                None => Ok(Resolved::Cpu("no GPU device found".into())),
-                Some(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Resolved::Cpu(format!(
+                Err(why) => Ok(Resolved::Cpu(why)),
+                Ok(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Resolved::Cpu(format!(
                     "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path \
                      (name its backend to use it)",
                     gpu.info().name
                 ))),
-                Some(gpu) => Ok(Resolved::Gpu(gpu)),
+                Ok(gpu) => Ok(Resolved::Gpu(gpu)),
             },
         }
     }
@@ -321,37 +343,57 @@ impl<'s> Gemm<'s> {
         )?;
         let (a_data, b_data) = (a_data.expect("staged"), b_data.expect("staged"));
         let c0 = c0.filter(|_| problem.reads_c());
-        let resolved = self.resolve()?;
+        let mut resolved = self.resolve()?;
+        // The fastest route falls back to the CPU where the GPU cannot compute the precision.
+        let auto = matches!(self.target, Target::Auto);
+        if let (true, Resolved::Gpu(gpu)) = (auto, &resolved) {
+            if let Err(e) = gpu.info().types.check(precision, &gpu.info().name) {
+                resolved = Resolved::Cpu(e.to_string());
+            }
+        }
+        // The kernel: named, or the tuner's verified choice (on the fastest route, the CPU when
+        // no kernel can run the problem here).
+        let mut tuning = None;
+        let mut plan = None;
+        if let Resolved::Gpu(gpu) = resolved {
+            match self.kernel {
+                KernelChoice::Fixed(config) => plan = Some(Plan::new(config)),
+                KernelChoice::Auto => {
+                    let options = TuneOptions {
+                        on_tuning: None,
+                        ..TuneOptions::default()
+                    };
+                    let chosen = {
+                        let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
+                        tune::choose(gpu, &problem, &options)
+                    };
+                    match chosen {
+                        Ok(report) => {
+                            plan = Some(report.chosen);
+                            tuning = Some(report);
+                        }
+                        Err(Error::NoKernel(why)) if auto => resolved = Resolved::Cpu(why),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
         let mut done = GemmRun {
             route: resolved.route(),
-            plan: None,
-            tuning: None,
+            plan,
+            tuning,
             schedule: None,
             kernel: None,
             time: Duration::ZERO,
         };
-        let result = match resolved {
-            Resolved::Cpu(_) => crate::cpu::product(&problem, &a_data, &b_data, c0.as_ref())?,
-            Resolved::Gpu(gpu) => {
-                let plan = match self.kernel {
-                    KernelChoice::Fixed(config) => Plan::new(config),
-                    KernelChoice::Auto => {
-                        let options = TuneOptions {
-                            on_tuning: None,
-                            ..TuneOptions::default()
-                        };
-                        let report = tune::choose(gpu, &problem, &options)?;
-                        let plan = report.chosen;
-                        done.tuning = Some(report);
-                        plan
-                    }
-                };
+        let result = match (resolved, plan) {
+            (Resolved::Gpu(gpu), Some(plan)) => {
                 let run = gpu.gemm(&problem, &plan, &a_data, &b_data, c0.as_ref())?;
-                done.plan = Some(plan);
                 done.schedule = Some(run.schedule);
                 done.kernel = Some(run.kernel);
                 run.c
             }
+            _ => crate::cpu::product(&problem, &a_data, &b_data, c0.as_ref())?,
         };
         let result = O::slice(&result).expect("C comes back in its own type");
         let strides = (c_desc.batch_stride, c_desc.row_stride, c_desc.col_stride);

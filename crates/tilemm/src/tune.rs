@@ -669,6 +669,12 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     let mut previous: Option<(Timed, Vec<String>)> = None;
     if let Some(entry) = cached {
         match entry.config.parse::<Config>().map(Plan::new) {
+            // Only a choice the tuner verified is used: an entry that says otherwise (edited,
+            // or damaged) is tuned again.
+            Ok(_) if !entry.verified => notes.push(format!(
+                "the cached choice {} was not verified; tuning again",
+                entry.config
+            )),
             Ok(plan) if all.contains(&plan) => {
                 let left = ranked
                     .iter()
@@ -686,7 +692,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                         false,
                         notes,
                     );
-                    // A class the model now keeps more candidates for is still partly tuned.
+                    // An entry saved as fully tuned is final.
                     hit.tried = if entry.complete { hit.kept } else { tried };
                     return Ok(hit);
                 }
@@ -794,11 +800,8 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     // entry a kernel leaves unwritten fails the check instead of showing an earlier result.
     // Random inputs: a winner that computes in a lower precision than asked fails. The cached
     // choice was verified when it was chosen, and stays while nothing verified beats it.
-    let reference = Reference::new(&proxy, &operands.a, &operands.b, None)?.random_inputs();
-    let nan = HostData::from_f64(
-        proxy.precision.output,
-        std::iter::repeat_n(f64::NAN, proxy.c_len()),
-    );
+    // The reference (an f64 product on the CPU) is made only when a candidate needs it.
+    let mut reference = None;
     let mut winner = None;
     for t in &timed {
         if let Some((cached, _)) = &previous {
@@ -807,6 +810,16 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             }
         }
         let check = (|| -> Result<bool> {
+            let reference = match &mut reference {
+                Some(reference) => reference,
+                None => reference.insert(
+                    Reference::new(&proxy, &operands.a, &operands.b, None)?.random_inputs(),
+                ),
+            };
+            let nan = HostData::from_f64(
+                proxy.precision.output,
+                std::iter::repeat_n(f64::NAN, proxy.c_len()),
+            );
             let c = gpu.output(&proxy, Some(&nan))?;
             let launches = gpu.enqueue(&proxy, &t.plan, &a, &b, &c)?;
             let result = gpu.download(&c)?;

@@ -133,7 +133,12 @@ fn a_named_device_runs_there_with_the_tuners_verified_choice_shared_by_threads()
     });
     assert_eq!(results, [true; 4]);
 
-    // The CPU, named.
+    // The CPU, named; it has no devices to number.
+    let err = Gemm::new()
+        .device(Backend::Cpu, Some(0))
+        .route()
+        .unwrap_err();
+    assert!(matches!(err, tilemm::Error::CpuDeviceIndex), "{err}");
     let cpu = Gemm::new().device(Backend::Cpu, None);
     assert!(matches!(cpu.route().unwrap(), Route::Cpu { .. }));
     assert_eq!(

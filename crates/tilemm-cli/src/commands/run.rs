@@ -46,6 +46,8 @@ pub fn run_command(args: RunArgs) -> CommandResult {
             for note in &files.notes {
                 complain(&format!("note: {note}"));
             }
+            // The report names C₀'s file only where it is read (β ≠ 0).
+            let c_read = files.c.as_ref().map(|c| c.path().to_path_buf());
             let runner = Runner::new(&problem, &options)?;
             let (a, b, c0) = files.read()?;
             let c0 = match c0 {
@@ -55,7 +57,7 @@ pub fn run_command(args: RunArgs) -> CommandResult {
             let files = Source::Files {
                 a: a_path.clone(),
                 b: b_path.clone(),
-                c: args.c.clone(),
+                c: c_read,
             };
             runner.run(&inputs::Operands { a, b, c0 }, files)?
         }

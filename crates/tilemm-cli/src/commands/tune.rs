@@ -38,7 +38,14 @@ pub fn tune_command(args: TuneCommandArgs) -> CommandResult {
                 complain(&format!("note: {m}×{k}×{n} {dtype} left out: {e}"));
                 continue;
             }
-            let report = tune::choose(&gpu, &problem, &options)?;
+            let report = match tune::choose(&gpu, &problem, &options) {
+                Ok(report) => report,
+                Err(e @ tilemm::Error::NoKernel(_)) => {
+                    complain(&format!("note: {m}×{k}×{n} {dtype} left out: {e}"));
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             for note in &report.notes {
                 complain(&format!("note: {note}"));
             }
