@@ -1,6 +1,7 @@
 //! Reliability on a real device (lavapipe on machines without a GPU): random products of every
-//! kind against the reference (proptest), IEEE propagation of NaN and Inf, a soak of 1000
-//! products with the memory held before and after, and threads sharing one device.
+//! kind against the reference (proptest), IEEE propagation of NaN and Inf, a soak of 150 (and,
+//! in scripts/test-exhaustive, 1000) products with the memory held before and after, and
+//! threads sharing one device.
 
 mod common;
 
@@ -12,6 +13,14 @@ use tilemm::verify::Reference;
 use tilemm::{
     inputs, DType, DeviceLimits, GpuSession, HostData, MatrixDesc, Plan, Precision, Problem, Shape,
 };
+
+/// The soak measures the process's memory, so it runs alone: the other tests of this file
+/// (which the harness runs on other threads) hold this for reading, the soak for writing.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    ALONE.read().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The precisions the device computes.
 fn precisions() -> Vec<Precision> {
@@ -157,6 +166,7 @@ proptest! {
     /// and configuration, in one buffer or in panels: within the bound against the reference.
     #[test]
     fn random_products_meet_the_bound(case in cases()) {
+        let _shared = shared();
         let p = case.problem();
         // The rungs that run this precision here (f64 doubles the warp-tiled rung's shared
         // memory past what lavapipe and CUDA allow: refused, tested in tests/kernels.rs).
@@ -184,6 +194,7 @@ fn product(plan: &Plan, (m, k, n): (usize, usize, usize), a: &[f32], b: &[f32]) 
 
 #[test]
 fn nan_and_inf_reach_exactly_the_entries_they_touch() {
+    let _shared = shared();
     let (m, k, n) = (37, 45, 29);
     let mut rng = StdRng::seed_from_u64(5);
     // Strictly positive entries: no term is 0, so 0·Inf never hides, and Inf + (−Inf) never
@@ -254,6 +265,7 @@ fn a_soak_of_1000_mixed_products_leaves_memory_where_it_was() {
 /// once to compile every kernel variant they use and grow the pools, then again; the second
 /// pass must leave device and host memory where the first left them.
 fn soak(products: usize) {
+    let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
     let mut rng = StdRng::seed_from_u64(9);
     let plans = rung_plans();
     let precisions = precisions();
@@ -320,6 +332,7 @@ fn soak(products: usize) {
 
 #[test]
 fn threads_sharing_one_device_each_get_their_own_correct_results() {
+    let _shared = shared();
     let plans = rung_plans();
     std::thread::scope(|scope| {
         for thread in 0..4u64 {
