@@ -143,6 +143,19 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
         );
     }
 
+    eprintln!(
+        "branch: {} {}",
+        info.name,
+        if runnable.is_empty() {
+            "registers no matrix units of f16 inputs: the refusal branch ran".to_string()
+        } else {
+            format!(
+                "registers matrix units of f16 inputs: the contract branch ran ({} \
+                 configurations)",
+                runnable.len()
+            )
+        }
+    );
     if runnable.is_empty() {
         assert!(
             std::env::var_os("TILEMM_EXPECT_MATRIX_UNITS").is_none(),
