@@ -172,6 +172,41 @@ fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Opened> {
 /// timings, and the last to save would drop what the others timed.
 static TUNING: Mutex<()> = Mutex::new(());
 
+/// The choices of fully tuned classes this process has read, by key: final, so that repeated
+/// products of a class do not read the cache file and check every candidate again.
+static FINAL: Mutex<Vec<(String, TuneReport)>> = Mutex::new(Vec::new());
+
+/// The tuner's choice for `problem` on `gpu`, from [`FINAL`] when the class is there.
+fn choose(gpu: &GpuSession, problem: &Problem) -> Result<TuneReport> {
+    let start = Instant::now();
+    let key = tune::TuneKey::new(gpu, problem).text();
+    let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, report)) = known.iter().find(|(k, _)| *k == key) {
+        return Ok(TuneReport {
+            cache: tune::CacheUse::Hit,
+            timed: Vec::new(),
+            saved: false,
+            notes: Vec::new(),
+            time: start.elapsed(),
+            ..report.clone()
+        });
+    }
+    drop(known);
+    let options = TuneOptions {
+        on_tuning: None,
+        ..TuneOptions::default()
+    };
+    let report = {
+        let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
+        tune::choose(gpu, problem, &options)?
+    };
+    if report.complete() {
+        let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
+        known.push((key, report.clone()));
+    }
+    Ok(report)
+}
+
 /// C = α·A·B + β·C over ndarray views: choose the route, kernel, α and β, then
 /// [`product`](Gemm::product) into a new array or [`write`](Gemm::write) into a view.
 #[derive(Clone, Copy)]
@@ -358,24 +393,14 @@ impl<'s> Gemm<'s> {
         if let Resolved::Gpu(gpu) = resolved {
             match self.kernel {
                 KernelChoice::Fixed(config) => plan = Some(Plan::new(config)),
-                KernelChoice::Auto => {
-                    let options = TuneOptions {
-                        on_tuning: None,
-                        ..TuneOptions::default()
-                    };
-                    let chosen = {
-                        let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
-                        tune::choose(gpu, &problem, &options)
-                    };
-                    match chosen {
-                        Ok(report) => {
-                            plan = Some(report.chosen);
-                            tuning = Some(report);
-                        }
-                        Err(Error::NoKernel(why)) if auto => resolved = Resolved::Cpu(why),
-                        Err(e) => return Err(e),
+                KernelChoice::Auto => match choose(gpu, &problem) {
+                    Ok(report) => {
+                        plan = Some(report.chosen);
+                        tuning = Some(report);
                     }
-                }
+                    Err(Error::NoKernel(why)) if auto => resolved = Resolved::Cpu(why),
+                    Err(e) => return Err(e),
+                },
             }
         }
         let mut done = GemmRun {

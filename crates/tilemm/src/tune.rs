@@ -645,6 +645,13 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         )));
     }
     let (ranked, pruned) = ranked(&all, &proxy, gpu.info().kind);
+    // How many of the kept candidates a list of configurations names.
+    let timed_of = |tried: &[String]| {
+        ranked
+            .iter()
+            .filter(|p| tried.contains(&p.config.to_string()))
+            .count()
+    };
     let report = |cache, chosen, timed, median_ms, tried: usize, saved, notes| TuneReport {
         key: text.clone(),
         cache,
@@ -676,14 +683,14 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                 entry.config
             )),
             Ok(plan) if all.contains(&plan) => {
-                let left = ranked
-                    .iter()
-                    .filter(|p| !entry.tried.contains(&p.config.to_string()))
-                    .count();
-                if entry.complete || left == 0 || options.budget == TuneBudget::Time(Duration::ZERO)
-                {
-                    let tried = ranked.len() - left;
-                    let mut hit = report(
+                // An entry saved as fully tuned is final.
+                let tried = if entry.complete {
+                    ranked.len()
+                } else {
+                    timed_of(&entry.tried)
+                };
+                if tried == ranked.len() || options.budget == TuneBudget::Time(Duration::ZERO) {
+                    return Ok(report(
                         CacheUse::Hit,
                         plan,
                         Vec::new(),
@@ -691,10 +698,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                         tried,
                         false,
                         notes,
-                    );
-                    // An entry saved as fully tuned is final.
-                    hit.tried = if entry.complete { hit.kept } else { tried };
-                    return Ok(hit);
+                    ));
                 }
                 let timed = Timed {
                     plan,
@@ -800,8 +804,9 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     // entry a kernel leaves unwritten fails the check instead of showing an earlier result.
     // Random inputs: a winner that computes in a lower precision than asked fails. The cached
     // choice was verified when it was chosen, and stays while nothing verified beats it.
-    // The reference (an f64 product on the CPU) is made only when a candidate needs it.
-    let mut reference = None;
+    // The reference (an f64 product on the CPU) and the C of NaN are made only when a
+    // candidate needs them.
+    let mut checking = None;
     let mut winner = None;
     for t in &timed {
         if let Some((cached, _)) = &previous {
@@ -810,17 +815,17 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             }
         }
         let check = (|| -> Result<bool> {
-            let reference = match &mut reference {
-                Some(reference) => reference,
-                None => reference.insert(
+            let (reference, nan) = match &mut checking {
+                Some(made) => made,
+                None => checking.insert((
                     Reference::new(&proxy, &operands.a, &operands.b, None)?.random_inputs(),
-                ),
+                    HostData::from_f64(
+                        proxy.precision.output,
+                        std::iter::repeat_n(f64::NAN, proxy.c_len()),
+                    ),
+                )),
             };
-            let nan = HostData::from_f64(
-                proxy.precision.output,
-                std::iter::repeat_n(f64::NAN, proxy.c_len()),
-            );
-            let c = gpu.output(&proxy, Some(&nan))?;
+            let c = gpu.output(&proxy, Some(nan))?;
             let launches = gpu.enqueue(&proxy, &t.plan, &a, &b, &c)?;
             let result = gpu.download(&c)?;
             Ok(reference
@@ -850,7 +855,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         )));
     };
 
-    let complete = ranked.iter().all(|p| tried.contains(&p.config.to_string()));
+    let complete = timed_of(&tried) == ranked.len();
     let mut saved = false;
     if let Some(path) = &options.cache {
         let entry = Entry {
@@ -866,10 +871,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             Err(e) => notes.push(format!("tuning cache not saved to {}: {e}", path.display())),
         }
     }
-    let tried = ranked
-        .iter()
-        .filter(|p| tried.contains(&p.config.to_string()))
-        .count();
+    let tried = timed_of(&tried);
     Ok(report(
         cache_use,
         winner.plan,
