@@ -5,8 +5,8 @@ use std::fmt;
 use std::io::{self, Write as _};
 use std::path::PathBuf;
 
-use tilemm::compile_check::Arch;
-use tilemm::emit::Target;
+use tilemm::tools::compile_check::Arch;
+use tilemm::tools::emit::Target;
 use tilemm::tune::{TuneBudget, TuneOptions};
 use tilemm::{Backend, Config, DType, KernelChoice, Plan};
 

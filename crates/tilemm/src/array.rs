@@ -45,14 +45,14 @@ use ndarray::{
 };
 use serde::Serialize;
 
-use crate::backend::{open_device, Backend, GpuSession};
 use crate::device::DeviceKind;
-use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
-use crate::panels::Schedule;
+use crate::plan::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::{MatrixDesc, Precision, Problem};
+use crate::runtime::backend::{open_device, Backend, GpuSession};
 use crate::tune::{self, KernelChoice, TuneOptions, TuneReport};
+use crate::types::element::{Element, HostData};
 
 /// C = A·B for two 2-D views of the same element type, as a new row-major array: the front
 /// door, with [`Gemm::new`]'s defaults (the fastest route, the tuner's kernel).
@@ -83,7 +83,7 @@ enum Target<'s> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "route", rename_all = "lowercase")]
 pub enum Route {
-    /// The CPU path ([`crate::cpu`]), and why.
+    /// The CPU path ([`crate::host::cpu`]), and why.
     Cpu {
         /// Why the CPU: named, no GPU, or only a CPU emulation of one.
         why: String,
@@ -103,8 +103,8 @@ impl fmt::Display for Route {
             Route::Cpu { why } => write!(
                 f,
                 "the CPU ({}, {} threads): {why}",
-                crate::cpu::CPU_GEMM,
-                crate::cpu::threads()
+                crate::host::cpu::CPU_GEMM,
+                crate::host::cpu::threads()
             ),
             Route::Gpu { backend, device } => write!(f, "{device} through {backend}"),
         }
@@ -418,7 +418,7 @@ impl<'s> Gemm<'s> {
                 done.kernel = Some(run.kernel);
                 run.c
             }
-            _ => crate::cpu::product(&problem, &a_data, &b_data, c0.as_ref())?,
+            _ => crate::host::cpu::product(&problem, &a_data, &b_data, c0.as_ref())?,
         };
         let result = O::slice(&result).expect("C comes back in its own type");
         let strides = (c_desc.batch_stride, c_desc.row_stride, c_desc.col_stride);

@@ -14,13 +14,14 @@
 //! Kernels are written once in Rust with [CubeCL](https://github.com/tracel-ai/cubecl) and
 //! JIT-compiled for wgpu (Vulkan, Metal, DX12), CUDA or HIP. Below the front door: a
 //! [`Problem`] (shapes, layouts, dtype) is decided once; a [`Plan`] says which rung of the
-//! [`ladder`] runs and how; [`GpuSession::gemm`] runs it; [`verify::Reference`] checks any
-//! result against a CPU reference under an error bound that grows with K; [`run::Runner`] is
-//! the whole experiment of numba's matmul example, with a [`report::Report`] of where the time
+//! [`kernels`] runs and how; [`GpuSession::gemm`] runs it; [`verify::Reference`] checks any
+//! result against a CPU reference under an error bound that grows with K; [`measure::run::Runner`] is
+//! the whole experiment of numba's matmul example, with a [`measure::report::Report`] of where the time
 //! went.
 //!
 //! ```
-//! use tilemm::{inputs, GpuSession, Backend, Kernel, Plan, Shape};
+//! use tilemm::io::inputs;
+//! use tilemm::{GpuSession, Backend, Kernel, Plan, Shape};
 //! use tilemm::verify::Reference;
 //!
 //! // C = 0.5·Aᵀ·B + 2·C for a batch of 3, A stored transposed.
@@ -38,38 +39,26 @@
 #![warn(missing_docs)]
 
 pub mod array;
-pub mod backend;
-pub mod bench;
-pub mod cache;
-pub mod compile_check;
-pub mod cpu;
 pub mod device;
-pub mod element;
-pub mod emit;
 mod error;
-mod files;
-pub mod gpu;
 pub mod host;
-pub mod inputs;
-pub mod ladder;
-pub mod panels;
-pub mod peak;
-pub mod peers;
+pub mod io;
+pub mod kernels;
+pub mod measure;
 pub mod plan;
 pub mod problem;
-pub mod report;
-pub mod run;
+pub mod runtime;
+pub mod tools;
 pub mod tune;
 pub mod types;
-pub mod vendor_blas;
 pub mod verify;
 
 pub use array::{matmul, Gemm, GemmRun, Route};
-pub use backend::{Backend, GpuSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
-pub use element::{Element, HostData};
 pub use error::{one_line, panic_message, Error, Result, Unavailable};
-pub use ladder::{Config, Kernel};
+pub use kernels::{Config, Kernel};
 pub use plan::Plan;
 pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};
+pub use runtime::backend::{Backend, GpuSession};
 pub use tune::KernelChoice;
+pub use types::element::{Element, HostData};

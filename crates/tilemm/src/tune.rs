@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::backend::GpuSession;
 use crate::device::DeviceKind;
-use crate::element::HostData;
 use crate::error::{Error, Result};
-use crate::inputs;
-use crate::ladder::{Config, Kernel};
+use crate::io::inputs;
+use crate::kernels::{Config, Kernel};
 use crate::plan::Plan;
 use crate::problem::{Layout, MatrixDesc, Problem};
+use crate::runtime::backend::GpuSession;
+use crate::types::element::HostData;
 use crate::verify::Reference;
 
 /// What `--kernel` names: a rung in a configuration, or `auto` (the tuner picks).
@@ -160,7 +160,7 @@ impl Default for TuneOptions {
 /// The cache file: `$TILEMM_CACHE_DIR/tuning.json`, else `tilemm/tuning.json` under the user's
 /// cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
 pub fn default_cache_file() -> Option<PathBuf> {
-    Some(crate::cache::dir()?.join("tuning.json"))
+    Some(crate::runtime::cache::dir()?.join("tuning.json"))
 }
 
 /// Sizes a shape class is anchored at: each of M, K and N rounded to the nearest power of two
@@ -207,7 +207,7 @@ pub struct TuneKey {
 
 /// The vector widths `problem` (as given) is read in, on its canonical form.
 fn lines_of(problem: &Problem, packed: bool) -> [u32; 2] {
-    let args = crate::ladder::args::Args::new(&problem.canonical().0);
+    let args = crate::kernels::args::Args::new(&problem.canonical().0);
     [args.line(0, packed), args.line(1, packed)]
 }
 
@@ -326,7 +326,7 @@ pub struct TuneReport {
     /// Hit, miss, retuned or off.
     pub cache: CacheUse,
     /// The cache file.
-    #[serde(serialize_with = "crate::inputs::lossy_optional_path")]
+    #[serde(serialize_with = "crate::io::inputs::lossy_optional_path")]
     pub cache_file: Option<PathBuf>,
     /// The choice.
     pub chosen: Plan,
@@ -469,7 +469,7 @@ impl CacheFile {
     fn load(path: &Path, notes: &mut Vec<String>) -> Self {
         // Read only as a regular file of sane size: a FIFO there would block, and a huge file
         // would be read whole.
-        let text = match crate::files::read_regular(path, MAX_CACHE_BYTES)
+        let text = match crate::io::files::read_regular(path, MAX_CACHE_BYTES)
             .and_then(|bytes| String::from_utf8(bytes).map_err(std::io::Error::other))
         {
             Ok(text) => text,
@@ -514,7 +514,7 @@ impl CacheFile {
         // Processes saving at once take turns, so that none drops another's entry.
         let mut lock_path = path.as_os_str().to_owned();
         lock_path.push(".lock");
-        let lock = crate::files::lock(Path::new(&lock_path), LOCK_WAIT)?;
+        let lock = crate::io::files::lock(Path::new(&lock_path), LOCK_WAIT)?;
         let mut file = Self::load(path, &mut Vec::new());
         file.entries.insert(key.into(), entry);
         let mut temp = tempfile::NamedTempFile::new_in(dir)?;
@@ -1031,7 +1031,7 @@ mod tests {
         // the next save.
         let mkfifo = |fifo: &Path| {
             let _ = std::fs::remove_file(fifo);
-            crate::files::tests::mkfifo(fifo);
+            crate::io::files::tests::mkfifo(fifo);
         };
         std::fs::remove_dir(&path).unwrap();
         mkfifo(&path);

@@ -33,11 +33,11 @@
 
 use serde::Serialize;
 
-use crate::element::{Element, HostData};
 use crate::error::{Error, Result};
 use crate::host::format_bytes;
 use crate::host::{self, Bytes};
 use crate::problem::{MatrixDesc, Problem};
+use crate::types::element::{Element, HostData};
 
 /// The most memory a block of the reference works in.
 const MAX_BLOCK_BYTES: u64 = 256 << 20;
@@ -59,7 +59,7 @@ pub const RANDOM_RMS_OVER_MEAN: f64 = 1.5;
 pub enum InputValues {
     /// Nothing (files, structured data): only the worst-case bound and exactness apply.
     Any,
-    /// tilemm's random data ([`crate::inputs::random_operands`]): independent, uniform in
+    /// tilemm's random data ([`crate::io::inputs::random_operands`]): independent, uniform in
     /// [-1, 1) (rounded to the input type), so zero-mean, and the precision limit applies.
     Random,
 }
@@ -379,7 +379,7 @@ impl<'a> Reference<'a> {
 
     /// Declares A, B (and C₀) tilemm's random data ([`InputValues::Random`]), so that every
     /// check also holds each entry to the precision limit ([`Reference::precision_limit`]).
-    /// Only for data from [`crate::inputs::random_operands`] (or the same distribution):
+    /// Only for data from [`crate::io::inputs::random_operands`] (or the same distribution):
     /// structured data can reach the worst case legitimately.
     pub fn random_inputs(mut self) -> Self {
         self.values = InputValues::Random;
@@ -1073,9 +1073,9 @@ mod tests {
     #[test]
     fn a_reference_in_blocks_agrees_with_the_whole_one_and_catches_the_same_errors() {
         let p = problem(37, 53, 29);
-        let ops = crate::inputs::random_operands(&p, 5).unwrap();
+        let ops = crate::io::inputs::random_operands(&p, 5).unwrap();
         let (a, b) = (&ops.a, &ops.b);
-        let mut c = crate::cpu::product(&p, a, b, None).unwrap();
+        let mut c = crate::host::cpu::product(&p, a, b, None).unwrap();
         let whole = Reference::new(&p, a, b, None).unwrap();
         assert_eq!(whole.mode(), ReferenceMode::Whole);
         let blocks = Reference::with_plan(&p, a, b, None, blocked(&p, 7)).unwrap();
@@ -1101,8 +1101,8 @@ mod tests {
         // The CPU path's f32 result differs from the f64 reference (its rounding is checked,
         // not copied): on random data the error is nonzero yet within the bound.
         let p = problem(64, 300, 48);
-        let ops = crate::inputs::random_operands(&p, 9).unwrap();
-        let c = crate::cpu::product(&p, &ops.a, &ops.b, None).unwrap();
+        let ops = crate::io::inputs::random_operands(&p, 9).unwrap();
+        let c = crate::host::cpu::product(&p, &ops.a, &ops.b, None).unwrap();
         let v = Reference::new(&p, &ops.a, &ops.b, None)
             .unwrap()
             .check(&c)
@@ -1132,7 +1132,7 @@ mod tests {
     /// A and B random, and C computed on the CPU from them in f32 after rounding A and B to
     /// tf32 (what tf32 tensor cores compute).
     fn tf32_result(p: &Problem, seed: u64) -> (HostData, HostData, HostData) {
-        let ops = crate::inputs::random_operands(p, seed).unwrap();
+        let ops = crate::io::inputs::random_operands(p, seed).unwrap();
         let rounded = |d: &HostData| {
             HostData::F32(
                 d.as_slice::<f32>()
@@ -1142,7 +1142,7 @@ mod tests {
                     .collect(),
             )
         };
-        let c = crate::cpu::product(p, &rounded(&ops.a), &rounded(&ops.b), None).unwrap();
+        let c = crate::host::cpu::product(p, &rounded(&ops.a), &rounded(&ops.b), None).unwrap();
         (ops.a, ops.b, c)
     }
 
@@ -1178,7 +1178,7 @@ mod tests {
             assert!(v.pass, "K = {k}: {v:?}");
             assert!(v.worst_err_over_precision_limit < 0.5, "K = {k}: {v:?}");
             // And the f32 result of the same data passes as f32, far inside the limit.
-            let exact_f32 = crate::cpu::product(&f32_problem, &a, &b, None).unwrap();
+            let exact_f32 = crate::host::cpu::product(&f32_problem, &a, &b, None).unwrap();
             let v = Reference::new(&f32_problem, &a, &b, None)
                 .unwrap()
                 .random_inputs()
@@ -1209,7 +1209,7 @@ mod tests {
                     .collect(),
             )
         };
-        let c = crate::cpu::product(&p, &round(&a), &round(&b), None).unwrap();
+        let c = crate::host::cpu::product(&p, &round(&a), &round(&b), None).unwrap();
         let v = check(&p, &a, &b, c.as_slice::<f32>().unwrap());
         assert!(!v.pass && v.exact_entries == 64 && v.failures > 0, "{v:?}");
     }
@@ -1241,8 +1241,8 @@ mod tests {
                 }
                 .problem()
                 .unwrap();
-                let ops = crate::inputs::random_operands(&p, k as u64).unwrap();
-                let c = crate::cpu::product(&p, &ops.a, &ops.b, ops.c0.as_ref()).unwrap();
+                let ops = crate::io::inputs::random_operands(&p, k as u64).unwrap();
+                let c = crate::host::cpu::product(&p, &ops.a, &ops.b, ops.c0.as_ref()).unwrap();
                 let v = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
                     .unwrap()
                     .random_inputs()
@@ -1263,7 +1263,7 @@ mod tests {
         }
         .problem()
         .unwrap();
-        let ops = crate::inputs::random_operands(&p, 3).unwrap();
+        let ops = crate::io::inputs::random_operands(&p, 3).unwrap();
         let (a, b) = (
             ops.a.as_slice::<half::f16>().unwrap(),
             ops.b.as_slice::<half::f16>().unwrap(),

@@ -33,7 +33,7 @@ fn private_cache() {
 fn expected_default_is_cpu() -> bool {
     let gpus: Vec<_> = Backend::GPU
         .into_iter()
-        .flat_map(tilemm::backend::list_devices)
+        .flat_map(tilemm::runtime::backend::list_devices)
         .filter(|d| d.kind != DeviceKind::Cpu)
         .collect();
     let cpu = gpus.is_empty();

@@ -7,11 +7,11 @@ mod common;
 use common::{every_plan, f32_plans, gpu, rung_plans, runs};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tilemm::backend::list_devices;
+use tilemm::io::inputs;
+use tilemm::runtime::backend::list_devices;
 use tilemm::verify::Reference;
 use tilemm::{
-    inputs, DType, Error, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape,
-    Unavailable,
+    DType, Error, GpuSession, HostData, Kernel, Plan, Precision, Problem, Shape, Unavailable,
 };
 
 /// Shapes that catch edge-tile bugs: degenerate, K=1, primes, non-multiples of every TPB, tall

@@ -18,10 +18,11 @@ mod common;
 use common::gpu;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tilemm::ladder::mma::MmaConfig;
+use tilemm::io::inputs;
+use tilemm::kernels::mma::MmaConfig;
 use tilemm::verify::Reference;
 use tilemm::Unavailable;
-use tilemm::{inputs, Config, DType, Error, HostData, Kernel, Plan, Precision, Problem, Shape};
+use tilemm::{Config, DType, Error, HostData, Kernel, Plan, Precision, Problem, Shape};
 
 /// An emulated configuration (every one with the registered configurations' 64×64 warp
 /// tiles, and small enough for lavapipe's 32 KiB of shared memory with the emulation's

@@ -9,9 +9,10 @@ use common::{gpu, rung_plans, runs};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use tilemm::io::inputs;
 use tilemm::verify::Reference;
 use tilemm::{
-    inputs, DType, DeviceLimits, GpuSession, HostData, MatrixDesc, Plan, Precision, Problem, Shape,
+    DType, DeviceLimits, GpuSession, HostData, MatrixDesc, Plan, Precision, Problem, Shape,
 };
 
 /// The soak measures the process's memory, so it runs alone: the other tests of this file

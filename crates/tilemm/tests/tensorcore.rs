@@ -14,10 +14,11 @@ use std::time::Duration;
 use common::gpu;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use tilemm::io::inputs;
 use tilemm::tune::{self, TuneOptions};
 use tilemm::verify::Reference;
 use tilemm::Unavailable;
-use tilemm::{inputs, DType, Error, HostData, Kernel, Plan, Precision, Problem, Shape};
+use tilemm::{DType, Error, HostData, Kernel, Plan, Precision, Problem, Shape};
 
 fn tensorcore_plans() -> Vec<Plan> {
     Kernel::Tensorcore
@@ -252,7 +253,7 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
     // the tile), which only HIP takes by itself, on this device: exact on integers in every
     // layout, with edges, in the first configuration (one plane) and the last (2×2 planes of
     // 4×4 fragments).
-    tilemm::ladder::stage_along_k_everywhere(true);
+    tilemm::kernels::stage_along_k_everywhere(true);
     for plan in [&runnable[0], &runnable[runnable.len() - 1]] {
         for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
             for (m, k, n) in [(40, 48, 24), (37, 29, 23)] {
@@ -283,5 +284,5 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
             }
         }
     }
-    tilemm::ladder::stage_along_k_everywhere(false);
+    tilemm::kernels::stage_along_k_everywhere(false);
 }

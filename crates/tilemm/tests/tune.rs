@@ -5,9 +5,10 @@ mod common;
 
 use std::time::Duration;
 
+use tilemm::io::inputs;
 use tilemm::tune::{self, CacheUse, TuneBudget, TuneOptions};
 use tilemm::verify::Reference;
-use tilemm::{inputs, Shape};
+use tilemm::Shape;
 
 fn options(dir: &std::path::Path, budget_s: f64) -> TuneOptions {
     TuneOptions {

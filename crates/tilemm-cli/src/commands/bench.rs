@@ -2,11 +2,12 @@
 
 use std::process::ExitCode;
 
-use tilemm::backend::open_device;
-use tilemm::bench;
-use tilemm::run::plan_host_memory;
+use tilemm::io::inputs;
+use tilemm::measure::bench;
+use tilemm::measure::run::plan_host_memory;
+use tilemm::runtime::backend::open_device;
 use tilemm::tune::{self, TuneBudget, TuneOptions};
-use tilemm::{inputs, one_line, Backend, DType, Plan, Precision, Problem, Shape};
+use tilemm::{one_line, Backend, DType, Plan, Precision, Problem, Shape};
 
 use crate::args::*;
 use crate::plot;
@@ -33,7 +34,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
         on_tuning: None,
         ..args.tune.options(TuneBudget::Full)
     };
-    if args.peers && !tilemm::peers::BUILT {
+    if args.peers && !tilemm::measure::peers::BUILT {
         return Err(tilemm::Error::NotBuilt {
             what: "the cubek-matmul peers (--peers)".into(),
             feature: "peers",
@@ -70,7 +71,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
         })
         .collect::<tilemm::Result<Vec<_>>>()?;
     let peers = if args.peers && gpu.is_some() {
-        tilemm::peers::CubekStrategy::ALL.to_vec()
+        tilemm::measure::peers::CubekStrategy::ALL.to_vec()
     } else {
         if args.peers {
             notes.push("--peers: no GPU device, so no cubek-matmul peer is measured".into());
@@ -90,8 +91,8 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
     // What "% peak" divides the GPU rows by: the figure given, else the datasheet's.
     let peak = gpu.as_ref().and_then(|g| {
         args.peak
-            .and_then(tilemm::peak::given)
-            .or_else(|| tilemm::peak::datasheet(&g.info().name, precision))
+            .and_then(tilemm::device::peak::given)
+            .or_else(|| tilemm::device::peak::datasheet(&g.info().name, precision))
     });
     // Rungs measured by default whose default configuration the device cannot run (laid out
     // for planes of another width, more shared memory or threads than it has in this
@@ -263,7 +264,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
             }
             for &strategy in &peers {
                 step(&format!("cubek {strategy}"));
-                match tilemm::peers::cubek(gpu, &work, strategy, repeat) {
+                match tilemm::measure::peers::cubek(gpu, &work, strategy, repeat) {
                     Ok(row) => rows.push(row),
                     // A strategy the device cannot run (tensor cores on lavapipe) is a note.
                     Err(err) => {
@@ -405,13 +406,13 @@ fn vendor_baseline(
 ) -> Option<tilemm::Result<bench::Measurement>> {
     match gpu.backend() {
         #[cfg(feature = "cuda")]
-        Backend::Cuda => Some(tilemm::vendor_blas::cublas_gemm(
+        Backend::Cuda => Some(tilemm::measure::vendor_blas::cublas_gemm(
             gpu.info().index,
             work,
             repeat,
         )),
         #[cfg(feature = "hip")]
-        Backend::Hip => Some(tilemm::vendor_blas::rocblas_sgemm(
+        Backend::Hip => Some(tilemm::measure::vendor_blas::rocblas_sgemm(
             gpu.info().index,
             work,
             repeat,

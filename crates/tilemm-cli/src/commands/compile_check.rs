@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use tilemm::compile_check::{self, Toolchain};
+use tilemm::tools::compile_check::{self, Toolchain};
 use tilemm::{Plan, Precision};
 
 use crate::args::*;

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tilemm::backend::{default_device, install_hint, list_devices};
 use tilemm::host::format_bytes;
+use tilemm::runtime::backend::{default_device, install_hint, list_devices};
 use tilemm::Backend;
 
 use crate::CommandResult;
@@ -17,7 +17,7 @@ pub fn devices_command(json: bool) -> CommandResult {
                 "backend": b,
                 "devices": devices,
             })).collect::<Vec<_>>(),
-            "cpu": { "implementation": tilemm::cpu::CPU_GEMM, "threads": tilemm::cpu::threads() },
+            "cpu": { "implementation": tilemm::host::cpu::CPU_GEMM, "threads": tilemm::host::cpu::threads() },
             "default": found
                 .iter()
                 .find_map(|(b, devices)| default_device(*b, devices).map(|i| serde_json::json!({
@@ -87,8 +87,8 @@ pub fn devices_command(json: bool) -> CommandResult {
     }
     say!(
         "cpu: {} on {} threads",
-        tilemm::cpu::CPU_GEMM,
-        tilemm::cpu::threads()
+        tilemm::host::cpu::CPU_GEMM,
+        tilemm::host::cpu::threads()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use tilemm::emit::{self, Target};
+use tilemm::tools::emit::{self, Target};
 use tilemm::{Config, DType, Precision};
 
 use crate::args::*;

@@ -3,10 +3,11 @@
 use std::io;
 use std::process::ExitCode;
 
-use tilemm::inputs::Source;
-use tilemm::run::{RunOptions, Runner};
+use tilemm::io::inputs;
+use tilemm::io::inputs::Source;
+use tilemm::measure::run::{RunOptions, Runner};
 use tilemm::tune::TuneBudget;
-use tilemm::{inputs, DType, Precision, Shape};
+use tilemm::{DType, Precision, Shape};
 
 use crate::args::*;
 use crate::{complain, say, CommandResult, Failure, EXIT_FAIL};

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use tilemm::backend::open_device;
+use tilemm::runtime::backend::open_device;
 use tilemm::tune::{self, TuneBudget};
 use tilemm::{Precision, Shape};
 

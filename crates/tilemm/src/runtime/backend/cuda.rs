@@ -1,0 +1,121 @@
+//! The CUDA backend: NVIDIA GPUs through CubeCL's cuda runtime (NVRTC at run time).
+
+use cubecl::cuda::{CudaDevice, CudaRuntime};
+use cubecl::prelude::*;
+use cudarc::driver::{result, sys};
+
+use crate::device::{DeviceInfo, DeviceKind, DeviceLimits};
+use crate::error::{Error, Result};
+use crate::runtime::gpu::Session;
+
+/// What to install when no NVIDIA device shows up.
+pub const INSTALL_HINT: &str = "install the NVIDIA driver (it provides libcuda.so) on a machine \
+                                with an NVIDIA GPU";
+
+/// Whether the NVIDIA driver library can be loaded. Without it cudarc (and so CubeCL) panics.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen libcuda; nothing from it is called.
+    unsafe { sys::is_culib_present() }
+}
+
+fn attribute(dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
+    // SAFETY: dev comes from cuDeviceGet on an initialised driver.
+    unsafe { result::device::get_attribute(dev, attr) }.map_err(|e| Error::Device {
+        device: format!("CUDA device {dev}"),
+        reason: e.to_string(),
+    })
+}
+
+fn describe(index: usize) -> Result<DeviceInfo> {
+    use sys::CUdevice_attribute as A;
+    let driver_error = |e: cudarc::driver::DriverError| Error::Device {
+        device: format!("CUDA device {index}"),
+        reason: e.to_string(),
+    };
+    let dev = result::device::get(index as i32).map_err(driver_error)?;
+    let name = result::device::get_name(dev).map_err(driver_error)?;
+    // SAFETY: as above.
+    let total = unsafe { result::device::total_mem(dev) }.map_err(driver_error)? as u64;
+    let at = |a| attribute(dev, a).map(|v| v.max(0) as u32);
+    let major = at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let integrated = at(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
+    Ok(DeviceInfo {
+        index,
+        name,
+        kind: if integrated {
+            DeviceKind::IntegratedGpu
+        } else {
+            DeviceKind::DiscreteGpu
+        },
+        api: "CUDA".into(),
+        driver: format!("sm_{major}{minor}"),
+        timestamps: true,
+        limits: DeviceLimits {
+            // What a kernel may opt into (227 KiB on Hopper): CubeCL raises a kernel's
+            // dynamic shared memory limit to what it declares, past the default 48 KiB.
+            max_shared_bytes: at(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                as usize,
+            max_units_per_cube: at(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_cube_dim: [
+                at(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                at(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                at(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_cube_count: [
+                at(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                at(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                at(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            // CUDA has no binding limit: one buffer may take the whole memory.
+            max_binding_bytes: total,
+            max_buffer_bytes: total,
+            memory_bytes: Some(total),
+        },
+        types: Default::default(),
+        plane_size: 0,
+        matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
+    })
+}
+
+fn no_driver() -> Error {
+    Error::NoDevice(format!(
+        "no NVIDIA driver found (libcuda.so): {INSTALL_HINT}"
+    ))
+}
+
+/// Every CUDA device, or none when the driver is missing.
+pub fn list() -> Vec<DeviceInfo> {
+    if !driver_present() || result::init().is_err() {
+        return Vec::new();
+    }
+    let count = result::device::get_count().unwrap_or(0).max(0) as usize;
+    (0..count).filter_map(|i| describe(i).ok()).collect()
+}
+
+/// Opens CUDA device `index` (default 0).
+pub fn open(index: Option<usize>) -> Result<Session<CudaRuntime>> {
+    if !driver_present() {
+        return Err(no_driver());
+    }
+    result::init().map_err(|e| {
+        Error::NoDevice(format!(
+            "the NVIDIA driver did not initialise ({e}): {INSTALL_HINT}"
+        ))
+    })?;
+    let count = result::device::get_count().unwrap_or(0).max(0) as usize;
+    if count == 0 {
+        return Err(Error::NoDevice(format!(
+            "the NVIDIA driver reports no CUDA device: {INSTALL_HINT}"
+        )));
+    }
+    let index = index.unwrap_or(0);
+    if index >= count {
+        return Err(Error::DeviceIndex { index, count });
+    }
+    let info = describe(index)?;
+    let client = CudaRuntime::client(&CudaDevice::new(index));
+    Ok(Session::new(client, info, true))
+}

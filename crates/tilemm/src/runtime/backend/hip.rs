@@ -1,0 +1,112 @@
+//! The HIP backend: AMD GPUs through CubeCL's hip runtime (hiprtc at run time), the successor
+//! of numba's ROC/HSA target.
+
+use cubecl::hip::{AmdDevice, HipRuntime};
+use cubecl::prelude::*;
+use cubecl_hip_sys as hip;
+
+use crate::device::{DeviceInfo, DeviceKind, DeviceLimits};
+use crate::error::{Error, Result};
+use crate::runtime::gpu::Session;
+
+/// What to install when no AMD device shows up.
+pub const INSTALL_HINT: &str = "install ROCm (it provides libamdhip64.so and libhiprtc.so; set \
+                                ROCM_PATH if it is not on the library path) on a machine with an \
+                                AMD GPU";
+
+/// Whether libamdhip64 and libhiprtc load. Without them CubeCL aborts the process while
+/// creating a client, so this is asked first.
+pub fn runtime_present() -> bool {
+    hip::is_available()
+}
+
+fn device_count() -> usize {
+    let mut count = 0;
+    // SAFETY: the libraries are loaded (checked by the caller); `count` is writable.
+    let status = unsafe { hip::hipGetDeviceCount(&mut count) };
+    if status == hip::HIP_SUCCESS {
+        count.max(0) as usize
+    } else {
+        0
+    }
+}
+
+fn device_name(index: usize) -> String {
+    let mut name = [0 as std::os::raw::c_char; 256];
+    // SAFETY: `name` holds 256 bytes, the length passed; index < device_count().
+    let status = unsafe { hip::hipDeviceGetName(name.as_mut_ptr(), 256, index as i32) };
+    if status != hip::HIP_SUCCESS {
+        return format!("AMD GPU {index}");
+    }
+    // SAFETY: hipDeviceGetName wrote a NUL-terminated string into `name`.
+    unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Opens HIP device `index` (default 0).
+pub fn open(index: Option<usize>) -> Result<Session<HipRuntime>> {
+    if !runtime_present() {
+        return Err(Error::NoDevice(format!(
+            "no AMD ROCm runtime found (libamdhip64.so, libhiprtc.so): {INSTALL_HINT}"
+        )));
+    }
+    let count = device_count();
+    if count == 0 {
+        return Err(Error::NoDevice(format!(
+            "the ROCm runtime reports no AMD GPU: {INSTALL_HINT}"
+        )));
+    }
+    let index = index.unwrap_or(0);
+    if index >= count {
+        return Err(Error::DeviceIndex { index, count });
+    }
+    let client = HipRuntime::client(&AmdDevice::new(index));
+    let props = client.properties();
+    let hw = &props.hardware;
+    let info = DeviceInfo {
+        index,
+        name: device_name(index),
+        kind: DeviceKind::DiscreteGpu,
+        api: "HIP".into(),
+        driver: format!("wavefront {}", hw.plane_size_max),
+        timestamps: true,
+        limits: DeviceLimits {
+            max_shared_bytes: hw.max_shared_memory_size,
+            max_units_per_cube: hw.max_units_per_cube,
+            max_cube_dim: [hw.max_cube_dim.0, hw.max_cube_dim.1, hw.max_cube_dim.2],
+            max_cube_count: [
+                hw.max_cube_count.0,
+                hw.max_cube_count.1,
+                hw.max_cube_count.2,
+            ],
+            max_binding_bytes: props.memory.max_page_size,
+            max_buffer_bytes: props.memory.max_page_size,
+            memory_bytes: total_memory(index),
+        },
+        types: Default::default(),
+        plane_size: 0,
+        matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
+    };
+    Ok(Session::new(client, info, true))
+}
+
+/// The memory of HIP device `index`, if the runtime tells.
+fn total_memory(index: usize) -> Option<u64> {
+    let mut bytes = 0usize;
+    // SAFETY: writes one usize; the runtime was loaded and the index checked by the caller.
+    let status = unsafe { hip::hipDeviceTotalMem(&mut bytes, index as i32) };
+    (status == hip::HIP_SUCCESS).then_some(bytes as u64)
+}
+
+/// Every HIP device, or none when ROCm is missing.
+pub fn list() -> Vec<DeviceInfo> {
+    if !runtime_present() {
+        return Vec::new();
+    }
+    (0..device_count())
+        .filter_map(|i| open(Some(i)).ok().map(|s| s.info().clone()))
+        .collect()
+}

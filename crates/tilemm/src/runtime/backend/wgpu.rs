@@ -1,0 +1,203 @@
+//! The wgpu backend: Vulkan, Metal and DX12 adapters, lavapipe included.
+
+use cubecl::future::block_on;
+use cubecl::prelude::*;
+use cubecl::wgpu::{init_device, RuntimeOptions, WgpuRuntime, WgpuSetup};
+
+use crate::device::{DeviceInfo, DeviceKind, DeviceLimits};
+use crate::error::{Error, Result};
+use crate::runtime::gpu::Session;
+
+/// What to install when no adapter shows up.
+pub const INSTALL_HINT: &str = "install your GPU's Vulkan driver, or Mesa's CPU driver lavapipe \
+                                (Debian/Ubuntu: `sudo apt-get install mesa-vulkan-drivers`)";
+
+// The APIs CubeCL's wgpu runtime compiles for; OpenGL (a secondary wgpu backend) is left out.
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::PRIMARY,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    })
+}
+
+fn adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
+    block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY))
+}
+
+/// The adapter as `tilemm devices` lists it, with the limits it offers.
+fn describe(index: usize, adapter: &wgpu::Adapter) -> DeviceInfo {
+    describe_with_limits(index, adapter, &adapter.limits())
+}
+
+/// The adapter with `limits`: on an open device, the ones the device was granted, which are
+/// what wgpu validates launches against.
+fn describe_with_limits(
+    index: usize,
+    adapter: &wgpu::Adapter,
+    limits: &wgpu::Limits,
+) -> DeviceInfo {
+    let info = adapter.get_info();
+    let kind = match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => DeviceKind::DiscreteGpu,
+        wgpu::DeviceType::IntegratedGpu => DeviceKind::IntegratedGpu,
+        wgpu::DeviceType::VirtualGpu => DeviceKind::VirtualGpu,
+        wgpu::DeviceType::Cpu => DeviceKind::Cpu,
+        wgpu::DeviceType::Other => DeviceKind::Other,
+    };
+    let driver = [info.driver.as_str(), info.driver_info.as_str()]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    DeviceInfo {
+        index,
+        name: info.name.clone(),
+        kind,
+        api: format!("{:?}", info.backend),
+        driver,
+        timestamps: adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY),
+        limits: DeviceLimits {
+            max_shared_bytes: limits.max_compute_workgroup_storage_size as usize,
+            max_units_per_cube: limits.max_compute_invocations_per_workgroup,
+            max_cube_dim: [
+                limits.max_compute_workgroup_size_x,
+                limits.max_compute_workgroup_size_y,
+                limits.max_compute_workgroup_size_z,
+            ],
+            max_cube_count: [limits.max_compute_workgroups_per_dimension; 3],
+            max_binding_bytes: limits.max_storage_buffer_binding_size,
+            max_buffer_bytes: limits.max_buffer_size,
+            memory_bytes: None,
+        },
+        types: Default::default(),
+        // Where the adapter has subgroup operations; `Session::new` keeps it if fixed.
+        plane_size: if adapter.features().contains(wgpu::Features::SUBGROUP) {
+            info.subgroup_max_size
+        } else {
+            0
+        },
+        matrix_units: Vec::new(),
+        register_mma: Vec::new(),
+        copy_async: false,
+    }
+}
+
+/// Every adapter wgpu finds, in its order (the index `--device` takes).
+pub fn list() -> Vec<DeviceInfo> {
+    adapters(&instance())
+        .iter()
+        .enumerate()
+        .map(|(i, a)| describe(i, a))
+        .collect()
+}
+
+/// Opens adapter `index`, or the best one (discrete before integrated before CPU) if `None`.
+pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
+    let instance = instance();
+    let mut adapters = adapters(&instance);
+    if adapters.is_empty() {
+        return Err(Error::NoDevice(format!(
+            "no Vulkan, Metal or DX12 adapter found: {INSTALL_HINT}"
+        )));
+    }
+    let index = match index {
+        Some(i) if i >= adapters.len() => {
+            return Err(Error::DeviceIndex {
+                index: i,
+                count: adapters.len(),
+            })
+        }
+        Some(i) => i,
+        None => best(
+            &adapters
+                .iter()
+                .enumerate()
+                .map(|(i, a)| describe(i, a))
+                .collect::<Vec<_>>(),
+        ),
+    };
+    let adapter = adapters.swap_remove(index);
+    let name = adapter.get_info().name;
+
+    // The adapter's own limits, not wgpu's defaults (which cap bindings at 128 MiB and shared
+    // memory at 16 KiB), and its features, as CubeCL's own device request does.
+    let (device, queue) = block_on(
+        adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("tilemm"),
+            required_features: adapter
+                .features()
+                .difference(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+            required_limits: adapter.limits(),
+            memory_hints: wgpu::MemoryHints::MemoryUsage,
+            trace: wgpu::Trace::Off,
+            // SAFETY: the same request CubeCL makes; tilemm passes no passthrough shaders.
+            experimental_features: unsafe { wgpu::ExperimentalFeatures::enabled() },
+        }),
+    )
+    .map_err(|e| Error::Device {
+        device: name,
+        reason: format!("cannot open the device: {e}"),
+    })?;
+    let info = describe_with_limits(index, &adapter, &device.limits());
+    let backend = adapter.get_info().backend;
+    let setup = WgpuSetup {
+        instance,
+        adapter,
+        device,
+        queue,
+        backend,
+    };
+    let device = init_device(setup, runtime_options()?);
+    Ok(Session::new(WgpuRuntime::client(&device), info, false))
+}
+
+/// The index of the adapter to use by default: the first of the most preferred kind.
+pub fn best(devices: &[DeviceInfo]) -> usize {
+    devices
+        .iter()
+        .min_by_key(|d| (d.kind, d.index))
+        .map_or(0, |d| d.index)
+}
+
+/// CubeCL's wgpu options, built here: its default reads `CUBECL_WGPU_MAX_TASKS` and panics on
+/// a value that is not a number, so tilemm reads and checks it instead.
+fn runtime_options() -> Result<RuntimeOptions> {
+    const DEFAULT_MAX_TASKS: usize = 32;
+    let setting = |name: &str, value: &std::ffi::OsStr, reason: &str| Error::Setting {
+        name: name.into(),
+        value: value.to_string_lossy().into(),
+        reason: reason.into(),
+    };
+    let tasks_max = match std::env::var_os("CUBECL_WGPU_MAX_TASKS") {
+        None => DEFAULT_MAX_TASKS,
+        Some(value) => match value.to_str().and_then(|v| v.trim().parse::<usize>().ok()) {
+            Some(n @ 1..=65536) => n,
+            _ => {
+                return Err(setting(
+                    "CUBECL_WGPU_MAX_TASKS",
+                    &value,
+                    "CubeCL's tasks per submission must be a whole number from 1 to 65536 \
+                     (default 32); fix or unset it",
+                ))
+            }
+        },
+    };
+    // CubeCL writes each kernel's SPIR-V there and panics where it cannot.
+    if let Some(dir) = std::env::var_os("CUBECL_DEBUG_SPIRV") {
+        let writable = dir.to_str().is_some()
+            && std::fs::metadata(&dir).is_ok_and(|m| m.is_dir())
+            && tempfile::tempfile_in(&dir).is_ok();
+        if !writable {
+            return Err(setting(
+                "CUBECL_DEBUG_SPIRV",
+                &dir,
+                "CubeCL writes each kernel's SPIR-V there, but it is not a folder tilemm can \
+                 write in; fix or unset it",
+            ));
+        }
+    }
+    Ok(RuntimeOptions {
+        tasks_max,
+        memory_config: Default::default(),
+    })
+}

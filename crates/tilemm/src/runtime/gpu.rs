@@ -1,0 +1,752 @@
+//! A device session on a CubeCL runtime: matrices uploaded once and kept resident, products
+//! launched on them any number of times, results downloaded when asked for.
+
+use std::time::{Duration, Instant};
+
+use cubecl::future::block_on;
+use cubecl::ir::{ElemType, FloatKind, StorageType};
+use cubecl::prelude::*;
+use cubecl::profile::TimingMethod;
+use cubecl::server::Handle;
+use serde::Serialize;
+
+use crate::device::{DeviceInfo, DeviceLimits, MatrixUnit, TypeSupport};
+use crate::error::{one_line, Error, Result};
+use crate::host;
+use crate::kernels::{self, args::Args};
+use crate::plan::panels::{self, Block, Schedule};
+use crate::plan::{Launches, Plan};
+use crate::problem::{DType, Layout, MatrixDesc, Problem};
+use crate::types::element::HostData;
+
+/// An open device on one CubeCL runtime (wgpu, CUDA, ...).
+pub struct Session<R: Runtime> {
+    client: ComputeClient<R>,
+    info: DeviceInfo,
+}
+
+/// How a matrix's elements are held on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// In its own type.
+    Native,
+    /// bf16, two to a 32-bit word (the device has no bf16 type); widened in the kernel.
+    PackedBf16,
+    /// bf16 held as f32 on the device (a C on a device without bf16), rounded on download.
+    WidenedF32,
+}
+
+/// A matrix buffer resident on a device: upload once, launch on it many times.
+#[derive(Clone, Debug)]
+pub struct DeviceMatrix {
+    handle: Handle,
+    /// Elements of the host type it holds.
+    len: usize,
+    /// Elements as the kernels index the buffer (words when packed).
+    words: usize,
+    dtype: DType,
+    stored: Stored,
+}
+
+impl DeviceMatrix {
+    /// Elements of its host type.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its host element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// How the device holds it.
+    pub fn stored(&self) -> Stored {
+        self.stored
+    }
+}
+
+/// Device memory held by a session ([`Session::memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceMemory {
+    /// Buffers alive.
+    pub allocations: u64,
+    /// Bytes in live buffers.
+    pub in_use: u64,
+    /// Bytes reserved in the runtime's pools (live buffers and room kept for reuse).
+    pub reserved: u64,
+}
+
+/// One GPU product and where its time went.
+#[derive(Clone, Debug)]
+pub struct GpuRun {
+    /// The result: C's buffer.
+    pub c: HostData,
+    /// Copying A, B (and C when β ≠ 0) to the device and allocating C, until the device is idle.
+    pub upload: Duration,
+    /// From the launch call until the kernel has finished (with JIT compilation, unless the
+    /// kernel was compiled before: [`Session::compile`]).
+    pub launch: Duration,
+    /// The kernels alone, as the device's timestamps (or, without them, the host clock) saw
+    /// them.
+    pub kernel: Duration,
+    /// Copying C back to the host.
+    pub download: Duration,
+    /// How it ran: panels, launches, and how often C was rounded (for
+    /// [`Reference::check_passes`](crate::verify::Reference::check_passes)).
+    pub schedule: Schedule,
+}
+
+impl GpuRun {
+    /// Upload, launch and download together.
+    pub fn total(&self) -> Duration {
+        self.upload + self.launch + self.download
+    }
+}
+
+/// The element types `client` computes with. CubeCL's C++ runtimes do not register f64 though
+/// CUDA and HIP compute it natively (`vendor_f64`).
+pub(crate) fn type_support<R: Runtime>(client: &ComputeClient<R>, vendor_f64: bool) -> TypeSupport {
+    let props = client.properties();
+    let arithmetic = |kind: FloatKind| {
+        use cubecl::ir::features::TypeUsage;
+        let usage = props.type_usage(StorageType::Scalar(ElemType::Float(kind)));
+        usage.contains(TypeUsage::Arithmetic) && usage.contains(TypeUsage::Buffer)
+    };
+    TypeSupport {
+        f16: arithmetic(FloatKind::F16),
+        bf16: arithmetic(FloatKind::BF16),
+        f64: vendor_f64 || arithmetic(FloatKind::F64),
+        // Known once the matrix units are (`Session::new`).
+        tf32: false,
+    }
+}
+
+/// The matrix-multiply configurations a runtime registers (cmma's or manual MMA's), in
+/// tilemm's types (integer and 8-bit float units are left out: no rung uses them).
+fn matrix_units(
+    cmma: &std::collections::BTreeSet<cubecl::ir::features::MmaConfig>,
+) -> Vec<MatrixUnit> {
+    let dtype = |t: StorageType| match t {
+        StorageType::Scalar(ElemType::Float(FloatKind::F16)) => Some(DType::F16),
+        StorageType::Scalar(ElemType::Float(FloatKind::BF16)) => Some(DType::BF16),
+        StorageType::Scalar(ElemType::Float(FloatKind::F32)) => Some(DType::F32),
+        StorageType::Scalar(ElemType::Float(FloatKind::TF32)) => Some(DType::TF32),
+        _ => None,
+    };
+    cmma.iter()
+        .filter_map(|c| {
+            Some(MatrixUnit {
+                a: dtype(c.a_type)?,
+                b: dtype(c.b_type)?,
+                cd: dtype(c.cd_type)?,
+                m: c.m,
+                n: c.n,
+                k: c.k,
+            })
+        })
+        .collect()
+}
+
+impl<R: Runtime> Session<R> {
+    pub(crate) fn new(client: ComputeClient<R>, mut info: DeviceInfo, vendor_f64: bool) -> Self {
+        info.types = type_support(&client, vendor_f64);
+        let props = client.properties();
+        // A kernel laid out for planes of P units needs every plane to be P wide and plane
+        // operations. CubeCL leaves plane operations out on CPU adapters; a backend that knows
+        // the device has them (wgpu, from the adapter's subgroup feature) says so beforehand.
+        let hw = &props.hardware;
+        let ops = info.plane_size != 0
+            || props
+                .features
+                .plane
+                .contains(cubecl::ir::features::Plane::Ops);
+        info.plane_size = if ops && hw.plane_size_min == hw.plane_size_max {
+            hw.plane_size_max
+        } else {
+            0
+        };
+        let matmul = &props.features.matmul;
+        info.matrix_units = matrix_units(&matmul.cmma);
+        info.register_mma = matrix_units(&matmul.mma);
+        info.copy_async = props.features.copy_async;
+        info.types.tf32 = info
+            .matrix_units
+            .iter()
+            .chain(&info.register_mma)
+            .any(|u| u.a == DType::TF32);
+        Session { client, info }
+    }
+
+    /// The session with its device's limits lowered to `limits` (never raised): to leave room
+    /// for other work on the device, or to run products in panels on a small problem.
+    pub fn limit(mut self, limits: DeviceLimits) -> Self {
+        let l = &mut self.info.limits;
+        l.max_binding_bytes = l.max_binding_bytes.min(limits.max_binding_bytes);
+        l.max_buffer_bytes = l.max_buffer_bytes.min(limits.max_buffer_bytes);
+        l.memory_bytes = match (l.memory_bytes, limits.memory_bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+
+    /// The device this session runs on.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Whether kernel times come from device timestamps rather than the host clock.
+    pub fn has_device_timestamps(&self) -> bool {
+        self.client.properties().timing_method == TimingMethod::Device
+    }
+
+    /// Copies `data` to the device, as the kernels read inputs: bf16 packed two to a word where
+    /// the device has no bf16 type (the bytes as they are, padded to a whole word).
+    pub fn upload(&self, data: &HostData) -> Result<DeviceMatrix> {
+        let dtype = data.dtype();
+        let len = data.len();
+        if dtype == DType::BF16 && !self.info.types.bf16 {
+            let bytes = data.as_bytes();
+            let handle = if bytes.len().is_multiple_of(4) {
+                self.client.create_from_slice(bytes)
+            } else {
+                let mut padded = host::with_capacity(bytes.len() + 2, "bf16 A or B padded")?;
+                padded.extend_from_slice(bytes);
+                padded.extend_from_slice(&[0, 0]);
+                self.client.create_from_slice(&padded)
+            };
+            return Ok(DeviceMatrix {
+                handle,
+                len,
+                words: len.div_ceil(2),
+                dtype,
+                stored: Stored::PackedBf16,
+            });
+        }
+        Ok(DeviceMatrix {
+            handle: self.client.create_from_slice(data.as_bytes()),
+            len,
+            words: len,
+            dtype,
+            stored: Stored::Native,
+        })
+    }
+
+    /// C's buffer for `problem`: a copy of `c0` when given (β ≠ 0 reads it; with β = 0 it is
+    /// what entries a kernel fails to write keep, e.g. NaN for a check), else uninitialised.
+    /// bf16 is held as f32 where the device has no bf16 type.
+    pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
+        let dtype = problem.precision.output;
+        let len = problem.c_len();
+        let widened = kernels::stored_output(problem.precision, !self.info.types.bf16) != dtype;
+        let (stored, size) = if widened {
+            (Stored::WidenedF32, 4)
+        } else {
+            (Stored::Native, dtype.size_bytes())
+        };
+        let handle = match c0 {
+            Some(c0) => {
+                problem.check_output(c0.len())?;
+                if c0.dtype() != dtype {
+                    return Err(Error::Precision(format!(
+                        "C holds {} elements but the problem writes {dtype}",
+                        c0.dtype()
+                    )));
+                }
+                if widened {
+                    let mut wide = host::with_capacity(c0.len(), "C widened to f32")?;
+                    wide.extend((0..c0.len()).map(|i| c0.get(i) as f32));
+                    self.client.create_from_slice(f32::as_bytes(&wide))
+                } else {
+                    self.client.create_from_slice(c0.as_bytes())
+                }
+            }
+            _ => self.client.empty(len * size),
+        };
+        Ok(DeviceMatrix {
+            handle,
+            len,
+            words: len,
+            dtype,
+            stored,
+        })
+    }
+
+    /// Enqueues C = α·A·B + β·C with `plan` on resident matrices: one launch per slab of K and
+    /// chunk of the batch. Returns at once; [`Session::download`] or a sync waits.
+    pub fn enqueue(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        let p = problem.precision;
+        for (what, m, dtype, len) in [
+            ("A", a, p.input, problem.a_len()),
+            ("B", b, p.input, problem.b_len()),
+            ("C", c, p.output, problem.c_len()),
+        ] {
+            if m.dtype != dtype {
+                return Err(Error::Precision(format!(
+                    "{what} holds {} elements but the problem computes {dtype}",
+                    m.dtype
+                )));
+            }
+            if m.len < len {
+                return Err(Error::DataLength {
+                    what,
+                    got: m.len,
+                    expected: len,
+                });
+            }
+        }
+        // Kernels see a row-major or strided C: a column-major one is computed as Cᵀ = BᵀAᵀ.
+        let (canonical, swapped) = problem.canonical();
+        let (a, b) = if swapped { (b, a) } else { (a, b) };
+        let launches = plan.check(&canonical, &self.info)?;
+        let packed = a.stored == Stored::PackedBf16;
+        let [gx, gy, gz] = launches.shape.grid;
+        let handles = [
+            (&a.handle, a.words),
+            (&b.handle, b.words),
+            (&c.handle, c.words),
+        ];
+        let batch = canonical.batch as u32;
+        if launches.k_splits > 1 {
+            self.enqueue_split(plan, &canonical, &launches, handles, packed);
+            return Ok(launches);
+        }
+        for slab in plan.k_slabs(&canonical) {
+            for chunk in 0..launches.batch_chunks {
+                let begin = chunk * gz;
+                let mut args = Args::new(&canonical);
+                args.k_range = (slab.begin, slab.end);
+                args.batch_begin = begin;
+                if slab.accumulate {
+                    // Later slabs continue the sum the earlier ones left in C.
+                    args.beta = 1.0;
+                }
+                let count = CubeCount::Static(gx, gy, gz.min(batch - begin));
+                kernels::launch_one(
+                    &self.client,
+                    &plan.config,
+                    &canonical,
+                    handles,
+                    count,
+                    &args,
+                    packed,
+                );
+            }
+        }
+        Ok(launches)
+    }
+
+    /// [`Session::enqueue`] for a plan that splits K: per slab of K and chunk of the batch,
+    /// one launch of the slices into the partials, then their reduction into C (continuing
+    /// the sum the earlier slabs left there).
+    fn enqueue_split(
+        &self,
+        plan: &Plan,
+        canonical: &Problem,
+        launches: &Launches,
+        [a, b, c]: [(&Handle, usize); 3],
+        packed: bool,
+    ) {
+        let splits = launches.k_splits;
+        let [gx, gy, gz] = launches.shape.grid;
+        let per_chunk = gz / splits;
+        let batch = canonical.batch as u32;
+        let len = kernels::split::partials_len(canonical, splits, per_chunk);
+        let elem = canonical.precision.accumulate.size_bytes();
+        let partials = self.client.empty(len * elem);
+        for slab in plan.k_slabs(canonical) {
+            for chunk in 0..launches.batch_chunks {
+                let begin = chunk * per_chunk;
+                let entries = per_chunk.min(batch - begin);
+                let partial = kernels::split::partial_problem(canonical, splits, entries);
+                let mut args = Args::new(&partial);
+                args.k_range = (slab.begin, slab.end);
+                args.batch_begin = begin;
+                kernels::launch_one(
+                    &self.client,
+                    &plan.config,
+                    &partial,
+                    [a, b, (&partials, len)],
+                    CubeCount::Static(gx, gy, entries * splits),
+                    &args,
+                    packed,
+                );
+                // Later slabs continue the sum the earlier ones left in C.
+                let beta = if slab.accumulate { 1.0 } else { canonical.beta };
+                kernels::split::reduce(
+                    &self.client,
+                    canonical,
+                    &partials,
+                    c,
+                    splits,
+                    entries,
+                    begin,
+                    beta,
+                    packed,
+                );
+            }
+        }
+    }
+
+    /// C's buffer, back on the host (bf16 held as f32 rounded to bf16 on the way).
+    pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
+        let bytes = self
+            .client
+            .read_one(c.handle.clone())
+            .map_err(|e| self.error(e.to_string()))?;
+        let what = "C from the device";
+        let data = match (c.stored, c.dtype) {
+            (Stored::WidenedF32, _) => {
+                let wide = f32::from_bytes(&bytes);
+                let mut out = host::with_capacity(c.len, what)?;
+                out.extend(wide[..c.len].iter().map(|&x| half::bf16::from_f32(x)));
+                HostData::BF16(out)
+            }
+            (_, dtype) => {
+                let mut data = host::zeros_of(dtype, c.len, what)?;
+                let size = c.len * dtype.size_bytes();
+                crate::with_data!(&mut data, v => {
+                    bytemuck::cast_slice_mut(v.as_mut_slice()).copy_from_slice(&bytes[..size])
+                });
+                data
+            }
+        };
+        Ok(data)
+    }
+
+    /// The device memory CubeCL holds for this session: bytes in live buffers, and bytes
+    /// reserved in its pools (kept for reuse after buffers are dropped).
+    pub fn memory(&self) -> Result<DeviceMemory> {
+        let usage = self
+            .client
+            .memory_usage()
+            .map_err(|e| self.error(format!("{e:?}")))?;
+        Ok(DeviceMemory {
+            allocations: usage.number_allocs,
+            in_use: usage.bytes_in_use,
+            reserved: usage.bytes_reserved,
+        })
+    }
+
+    /// Waits until the device is idle.
+    pub fn sync(&self) -> Result<()> {
+        block_on(self.client.sync()).map_err(|e| self.error(e.to_string()))
+    }
+
+    /// Runs `work` (enqueues) and returns the device's time for it: its timestamps where it has
+    /// them, else the host clock around the work and a sync.
+    pub fn profile(&self, work: impl FnOnce() -> Result<()> + Send) -> Result<Duration> {
+        let client = &self.client;
+        let mut inner = Ok(());
+        let (flushed, profile) = client
+            .profile(
+                || {
+                    inner = work();
+                    client.flush()
+                },
+                "tilemm::gemm",
+            )
+            .map_err(|e| self.error(format!("{e:?}")))?;
+        inner?;
+        flushed.map_err(|e| self.error(e.to_string()))?;
+        Ok(block_on(profile.resolve()).duration())
+    }
+
+    /// Compiles `plan`'s kernel for `problem`'s precision and layouts (as its schedule runs
+    /// them) by launching it once on a tiny problem (2 rows; K and N of 1 to 4, so that vector
+    /// widths, like layouts, are those of the run), and returns how long that took: JIT
+    /// compilation (CubeCL's code generation and the driver's compiler; lavapipe compiles at
+    /// the first dispatch) plus one tiny dispatch. Measured directly, not as the difference of
+    /// two runs. Later launches of the plan, at any size and with any strides, reuse the kernel,
+    /// unless a layout changes the rung's access pattern.
+    pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<Duration> {
+        let schedule = self.schedule(problem, plan)?;
+        let block = match schedule.panels.blocks(&schedule.canonical).next() {
+            Some(first) if !schedule.panels.is_whole() => {
+                schedule
+                    .panels
+                    .block_problem(&schedule.canonical, &first, true)?
+            }
+            _ => schedule.canonical,
+        };
+        // A tiny problem the kernel is specialised for as for the real one: the same layouts,
+        // and the same vector widths (rungs that read A and B as vectors compile one kernel
+        // per width pair; the width follows strides and extents).
+        let packed = block.precision.input == DType::BF16 && !self.info.types.bf16;
+        let lines = |p: &Problem| {
+            let mut args = Args::new(p);
+            args.k_range.1 = plan.k_slabs(p).next().map_or(0, |s| s.end);
+            [args.line(0, packed), args.line(1, packed)]
+        };
+        let want = lines(&block);
+        let like = |view: &MatrixDesc, rows, cols| {
+            if view.layout() == Layout::ColMajor {
+                MatrixDesc::col_major(rows, cols)
+            } else {
+                MatrixDesc::row_major(rows, cols)
+            }
+        };
+        let tiny_of = |k: usize, n: usize| {
+            Problem::general(
+                (2, k, n, 1),
+                like(&block.a, 2, k),
+                like(&block.b, k, n),
+                MatrixDesc::row_major(2, n),
+                (1.0, 0.0),
+                block.precision,
+            )
+        };
+        let mut tiny = tiny_of(2, 2)?;
+        'search: for k in [4, 2, 1] {
+            for n in [4, 2, 1] {
+                let candidate = tiny_of(k, n)?;
+                if lines(&candidate) == want {
+                    tiny = candidate;
+                    break 'search;
+                }
+            }
+        }
+        plan.check(&tiny, &self.info)?;
+        let start = Instant::now();
+        let zeros = |len| HostData::from_f64(tiny.precision.input, std::iter::repeat_n(0.0, len));
+        let a = self.upload(&zeros(tiny.a_len()))?;
+        let b = self.upload(&zeros(tiny.b_len()))?;
+        let c = self.output(&tiny, None)?;
+        self.enqueue(&tiny, plan, &a, &b, &c)?;
+        self.sync()?;
+        Ok(start.elapsed())
+    }
+
+    /// How `problem` runs with `plan` here: its canonical form, its panels (when its
+    /// operands exceed a binding or the device's memory), the launches, or why it cannot run.
+    pub fn schedule(&self, problem: &Problem, plan: &Plan) -> Result<Schedule> {
+        Schedule::new(problem, plan, &self.info)
+    }
+
+    /// C = α·A·B + β·C with `plan`: upload, launch and download, each timed. A product whose
+    /// operands exceed a binding runs in panels ([`panels`]): each block is copied into
+    /// buffers of its own, and the times add up over the blocks.
+    pub fn gemm(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        problem.check_operands(a.len(), b.len())?;
+        let schedule = self.schedule(problem, plan)?;
+        if !schedule.panels.is_whole() {
+            return self.gemm_in_panels(&schedule, plan, a, b, c0);
+        }
+
+        let start = Instant::now();
+        let a = self.upload(a)?;
+        let b = self.upload(b)?;
+        let c = self.output(problem, c0)?;
+        self.sync()?;
+        let upload = start.elapsed();
+
+        let start = Instant::now();
+        let kernel = self.profile(|| self.enqueue(problem, plan, &a, &b, &c).map(|_| ()))?;
+        self.sync()?;
+        let launch = start.elapsed();
+
+        let start = Instant::now();
+        let c = self.download(&c)?;
+        let download = start.elapsed();
+        Ok(GpuRun {
+            c,
+            upload,
+            launch,
+            kernel,
+            download,
+            schedule,
+        })
+    }
+
+    /// [`Session::gemm`] block by block: for each chunk of the batch, row panel and column
+    /// panel, C's block is uploaded (when read) and its slabs of K accumulate into it, each
+    /// with its blocks of A and B copied into buffers of their own; then it goes back into C.
+    fn gemm_in_panels(
+        &self,
+        schedule: &Schedule,
+        plan: &Plan,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        let (problem, panels) = (&schedule.canonical, &schedule.panels);
+        let (a, b) = if schedule.swapped { (b, a) } else { (a, b) };
+        let output = problem.precision.output;
+        let mut c = match c0 {
+            Some(c0) if problem.reads_c() => {
+                problem.check_output(c0.len())?;
+                if c0.dtype() != output {
+                    return Err(Error::Precision(format!(
+                        "C holds {} elements but the problem writes {output}",
+                        c0.dtype()
+                    )));
+                }
+                host::copy_of(c0, "C, assembled from panels")?
+            }
+            _ => host::zeros_of(output, problem.c_len(), "C, assembled from panels")?,
+        };
+        let (mut upload, mut launch, mut kernel, mut download) = (
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+        );
+        let mut c_block = None;
+        for block in panels.blocks(problem) {
+            let Block {
+                rows,
+                depth,
+                cols,
+                batch,
+            } = &block;
+            let first = depth.start == 0;
+            let sub = panels.block_problem(problem, &block, first)?;
+            let start = Instant::now();
+            if first {
+                let c0 = if sub.reads_c() {
+                    let at = (batch.clone(), rows.clone(), cols.clone());
+                    Some(panels::gather(&c, &problem.c, at, &sub.c, "a block of C")?)
+                } else {
+                    None
+                };
+                c_block = Some(self.output(&sub, c0.as_ref())?);
+            }
+            let c_dev = c_block.as_ref().expect("the first slab made C's block");
+            let a_at = (batch.clone(), rows.clone(), depth.clone());
+            let b_at = (batch.clone(), depth.clone(), cols.clone());
+            let a_dev = self.upload(&panels::gather(
+                a,
+                &problem.a,
+                a_at,
+                &sub.a,
+                "a block of A",
+            )?)?;
+            let b_dev = self.upload(&panels::gather(
+                b,
+                &problem.b,
+                b_at,
+                &sub.b,
+                "a block of B",
+            )?)?;
+            self.sync()?;
+            upload += start.elapsed();
+
+            let start = Instant::now();
+            kernel +=
+                self.profile(|| self.enqueue(&sub, plan, &a_dev, &b_dev, c_dev).map(|_| ()))?;
+            self.sync()?;
+            launch += start.elapsed();
+
+            if depth.end == problem.k {
+                let start = Instant::now();
+                let done = self.download(c_dev)?;
+                let at = (batch.clone(), rows.clone(), cols.clone());
+                panels::scatter(&mut c, &problem.c, at, &done, &sub.c);
+                download += start.elapsed();
+            }
+        }
+        Ok(GpuRun {
+            c,
+            upload,
+            launch,
+            kernel,
+            download,
+            schedule: *schedule,
+        })
+    }
+
+    /// Enqueues C = A·B with CubeCL's own matmul (cubek-matmul) in `strategy`, on resident
+    /// matrices, row-major and contiguous, batch 1, in any of tilemm's precisions (f16 and bf16
+    /// accumulate in f32 there too): what `bench` measures peers on.
+    #[cfg(feature = "peers")]
+    pub(crate) fn cubek(
+        &self,
+        strategy: &cubek_matmul::launch::Strategy,
+        problem: &Problem,
+        [a, b, c]: [&DeviceMatrix; 3],
+    ) -> Result<()> {
+        use cubek_matmul::definition::{MatmulElems, MatmulGlobalElems};
+        let dtype = problem.precision.input;
+        let plain = problem.batch == 1
+            && problem.precision == crate::problem::Precision::of(dtype)
+            && [problem.a, problem.b, problem.c]
+                .iter()
+                .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
+        if !plain {
+            return Err(Error::Baseline {
+                name: "cubek-matmul".into(),
+                reason: "measured on plain products only (batch 1, dense, row-major, one \
+                         precision)"
+                    .into(),
+            });
+        }
+        // (cubek-matmul panics on a type the device lacks; tilemm packs bf16 there.)
+        if dtype == DType::BF16 && !self.info.types.bf16 {
+            return Err(Error::Baseline {
+                name: "cubek-matmul".into(),
+                reason: "it needs a bf16 type, which this device lacks".into(),
+            });
+        }
+        let tensor = |m: &DeviceMatrix, rows: usize, cols: usize| TensorBinding::<R> {
+            handle: m.handle.clone().binding(),
+            strides: [cols, 1].into(),
+            shape: [rows, cols].into(),
+            runtime: std::marker::PhantomData,
+        };
+        let element = match dtype {
+            DType::F16 => half::f16::as_type_native_unchecked(),
+            DType::BF16 => half::bf16::as_type_native_unchecked(),
+            // cubek-matmul takes tf32 as f32 data, and rounds it on its tensor-core paths.
+            DType::F32 | DType::TF32 => f32::as_type_native_unchecked(),
+            DType::F64 => f64::as_type_native_unchecked(),
+        }
+        .storage_type();
+        let (mm, k, n) = (problem.m, problem.k, problem.n);
+        let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), element);
+        let rhs = cubek_std::InputBinding::new(tensor(b, k, n), element);
+        // Half precisions accumulate in f32, as tilemm's do.
+        let mut dtypes = MatmulElems::from_globals(&MatmulGlobalElems {
+            lhs: element,
+            rhs: element,
+            out: element,
+        });
+        cubek_matmul::launch::launch_ref(
+            strategy,
+            &self.client,
+            lhs,
+            rhs,
+            tensor(c, mm, n),
+            &mut dtypes,
+        )
+        .map_err(|e| Error::Baseline {
+            name: format!("cubek-matmul {strategy}"),
+            reason: one_line(&format!("{e:?}")),
+        })
+    }
+
+    fn error(&self, reason: String) -> Error {
+        Error::Device {
+            device: self.info.name.clone(),
+            reason: one_line(&reason),
+        }
+    }
+}

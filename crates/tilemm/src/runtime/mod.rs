@@ -1,0 +1,7 @@
+//! Running on a device: a session per device on a CubeCL runtime (`gpu`), the backends that
+//! open one (`backend`: wgpu, CUDA, HIP), and the compiled kernels and CubeCL configuration
+//! kept for them (`cache`).
+
+pub mod backend;
+pub mod cache;
+pub mod gpu;

@@ -1,0 +1,500 @@
+//! Compiling every kernel for NVIDIA and AMD targets without a GPU, and reading the resources
+//! the compiled code uses: registers, spills, shared memory, and the occupancy they allow.
+//!
+//! NVIDIA: the generated CUDA source through NVRTC (loaded at run time, e.g. from the PyPI wheel
+//! `nvidia-cuda-nvrtc-cu12`) with `-Xptxas=-v`, which reports what ptxas allocated. AMD: the
+//! generated HIP source through a plain clang (Debian `clang-15`, no ROCm), whose
+//! `-Rpass-analysis=kernel-resource-usage` remarks report SGPRs, VGPRs, scratch and spills; a
+//! small header stands in for `<hip/hip_runtime.h>`, mapping indices and barriers to the AMDGPU
+//! builtins HIP itself uses. Where ROCm's real HIP headers are installed (ROCm, or Debian's
+//! `libamdhip64-dev`), each HIP source is also compiled against them, syntax and types only.
+//!
+//! Shared memory is sized at launch (CubeCL declares one dynamic `extern __shared__` array), so
+//! compilers report only static shared memory; the plan's own figure is added for occupancy.
+
+mod amd;
+mod arch;
+pub mod loops;
+#[cfg(feature = "cuda")]
+mod nvidia;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use amd::{hip_headers, rocwmma_headers, through_rocwmma, RocWmmaHeaders};
+pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
+
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::problem::Precision;
+use crate::tools::emit;
+
+/// What one compilation used, per kernel and target.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResourceUsage {
+    /// The kernel and its configuration.
+    pub plan: Plan,
+    /// The element types it was compiled for.
+    pub precision: Precision,
+    /// The target architecture, e.g. `sm_90` or `gfx90a`.
+    pub arch: String,
+    /// Registers per thread (NVIDIA) or vector registers per lane (AMD VGPRs).
+    pub registers: u32,
+    /// Scalar registers per wave (AMD SGPRs).
+    pub scalar_registers: Option<u32>,
+    /// Bytes spilled to local memory per thread (stores + loads on NVIDIA; VGPR and SGPR spill
+    /// count and scratch on AMD).
+    pub spills: u64,
+    /// Static shared memory the compiler reports, in bytes.
+    pub static_shared_bytes: u64,
+    /// Dynamic shared memory the plan asks for at launch, in bytes.
+    pub dynamic_shared_bytes: u64,
+    /// Threads per block.
+    pub threads_per_block: u32,
+    /// Resident warps (waves) per SM (SIMD) and the hardware maximum.
+    pub occupancy: (u32, u32),
+    /// What limits the occupancy: registers, shared memory, threads or blocks.
+    pub occupancy_limit: &'static str,
+    /// The main loop's instruction mix, from the machine code (`None` where the disassembler
+    /// is missing, or the code has no loop with an FMA).
+    pub main_loop: Option<loops::LoopMix>,
+    /// Matrix-unit instructions in the whole kernel (HMMA; MFMA, WMMA), where the machine code
+    /// could be read.
+    pub matrix_ops: Option<u32>,
+}
+
+impl ResourceUsage {
+    /// Whether a spill breaks the plan's promise not to spill.
+    pub fn forbidden_spill(&self) -> bool {
+        let allowed = if self.arch.starts_with("gfx") {
+            self.plan.config.may_spill_on_amd(self.precision)
+        } else {
+            self.plan.config.may_spill_in(self.precision)
+        };
+        self.spills > 0 && !allowed
+    }
+
+    /// Whether the main loop's FMA share falls short of the floor the plan is built for, on
+    /// NVIDIA (where it is read from SASS).
+    ///
+    /// A plan with a floor whose main loop could not be read (no nvdisasm) fails too: the
+    /// floor is then unchecked, not met.
+    pub fn below_fma_floor(&self) -> bool {
+        let floor = self.plan.config.loop_fma_floor(self.precision);
+        match (floor, self.main_loop) {
+            (Some(floor), Some(mix)) if self.arch.starts_with("sm_") => mix.percent() < floor,
+            (Some(_), None) if self.arch.starts_with("sm_") => true,
+            _ => false,
+        }
+    }
+
+    /// Whether a kernel built on matrix units compiled to code without a matrix instruction
+    /// (a silent fallback to ordinary arithmetic).
+    ///
+    /// Machine code that could not be read (no nvdisasm, no assembly) counts as missing: the
+    /// presence is then unchecked, not shown.
+    pub fn missing_matrix_ops(&self) -> bool {
+        self.plan.kernel().matrix_units() && self.matrix_ops.unwrap_or(0) == 0
+    }
+
+    /// The criteria of its plan's main loop ([`crate::kernels::Rung::matrix_loop_criteria`],
+    /// [`crate::kernels::Rung::min_fma_per_shared_load`] on NVIDIA,
+    /// [`crate::kernels::Rung::amd_matrix_loop_criteria`] on AMD) that the machine code misses,
+    /// each as a short phrase; none for a plan without criteria. A main loop that could not be
+    /// read misses them all.
+    pub fn main_loop_failures(&self) -> Vec<String> {
+        if !self.arch.starts_with("sm_") {
+            return self.amd_matrix_loop_failures();
+        }
+        let mut failures = self.shared_load_failures();
+        failures.extend(self.matrix_loop_failures());
+        failures
+    }
+
+    /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop in AMD assembly
+    /// ([`crate::kernels::Rung::amd_matrix_loop_criteria`]).
+    fn amd_matrix_loop_failures(&self) -> Vec<String> {
+        let Some(criteria) = self.plan.config.amd_matrix_loop_criteria() else {
+            return Vec::new();
+        };
+        let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
+            return vec!["no main loop with matrix instructions could be read".to_string()];
+        };
+        let mut failures = Vec::new();
+        // (A little slack for rounding: the criteria are ratios of small counts.)
+        let short = |ratio: Option<f64>, least: f64| ratio.is_none_or(|r| r + 1e-9 < least);
+        if short(
+            mix.matrix_per_fragment_load(),
+            criteria.min_matrix_per_shared_load,
+        ) {
+            failures.push(format!(
+                "{} matrix instructions per LDS read (< {:.2})",
+                mix.matrix_per_fragment_load()
+                    .map_or("no LDS reads, so no".into(), |r| format!("{r:.2}")),
+                criteria.min_matrix_per_shared_load
+            ));
+        }
+        if let Some(least) = criteria.min_matrix_per_global_load {
+            if short(mix.matrix_per_global_load(), least) {
+                failures.push(format!(
+                    "{} matrix instructions per global load (< {least:.2})",
+                    mix.matrix_per_global_load()
+                        .map_or("no global loads, so no".into(), |r| format!("{r:.2}")),
+                ));
+            }
+        }
+        if mix.wide_global_loads < mix.global_loads {
+            failures.push(format!(
+                "{} of {} global loads 128-bit",
+                mix.wide_global_loads, mix.global_loads
+            ));
+        }
+        failures
+    }
+
+    /// [`ResourceUsage::main_loop_failures`] of an FMA loop's shared loads.
+    fn shared_load_failures(&self) -> Vec<String> {
+        let Some(least) = self.plan.config.min_fma_per_shared_load(self.precision) else {
+            return Vec::new();
+        };
+        let Some(mix) = self.main_loop.filter(|m| m.fma > 0) else {
+            return vec!["no main loop with FMAs could be read".to_string()];
+        };
+        let mut failures = Vec::new();
+        if mix.wide_shared_loads < mix.shared_loads {
+            failures.push(format!(
+                "{} of {} shared loads 128-bit",
+                mix.wide_shared_loads, mix.shared_loads
+            ));
+        }
+        match mix.fma_per_shared_load() {
+            Some(r) if r >= least => {}
+            r => failures.push(format!(
+                "{} FMAs per shared load (< {least})",
+                r.map_or("no shared loads, so no".into(), |r| format!("{r:.1}")),
+            )),
+        }
+        failures
+    }
+
+    /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop.
+    fn matrix_loop_failures(&self) -> Vec<String> {
+        let Some(criteria) = self.plan.config.matrix_loop_criteria() else {
+            return Vec::new();
+        };
+        let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
+            return vec!["no main loop with matrix instructions could be read".to_string()];
+        };
+        let mut failures = Vec::new();
+        if mix.matrix_percent() < criteria.min_matrix_percent {
+            failures.push(format!(
+                "matrix instructions {:.0}% of the main loop (< {:.0}%)",
+                mix.matrix_percent(),
+                criteria.min_matrix_percent
+            ));
+        }
+        match mix.matrix_per_fragment_load() {
+            Some(r) if r >= criteria.min_matrix_per_fragment_load => {}
+            r => failures.push(format!(
+                "{} matrix instructions per ldmatrix (< {})",
+                r.map_or("no ldmatrix, so no".into(), |r| format!("{r:.1}")),
+                criteria.min_matrix_per_fragment_load
+            )),
+        }
+        if mix.narrow_accesses > 0 || mix.scalar_shared_loads > 0 {
+            failures.push(format!(
+                "element-wise staging ({} 16-bit global loads or shared stores, {} scalar shared \
+                 loads)",
+                mix.narrow_accesses, mix.scalar_shared_loads
+            ));
+        }
+        if mix.wide_global_loads < mix.global_loads || mix.global_loads == 0 {
+            failures.push(format!(
+                "{} of {} global loads 128-bit",
+                mix.wide_global_loads, mix.global_loads
+            ));
+        }
+        match mix.barriers_per_tile() {
+            Some(b) if b <= criteria.max_barriers_per_tile => {}
+            b => failures.push(format!(
+                "{} barriers per K tile (> {})",
+                b.map_or("no copy stages, so unknown".into(), |b| format!("{b:.1}")),
+                criteria.max_barriers_per_tile
+            )),
+        }
+        match mix.stages_in_flight() {
+            Some(s) if s >= criteria.min_stages_in_flight => {}
+            s => failures.push(format!(
+                "{} K tiles in flight (< {})",
+                s.unwrap_or(0),
+                criteria.min_stages_in_flight
+            )),
+        }
+        failures
+    }
+}
+
+/// Why `plan` in `precision` is not compiled for `arch`, if it is not: a precision the rung
+/// does not compute, or a layout for another plane width than the target's.
+pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<String> {
+    if !plan.config.computes(precision) {
+        return Some(format!(
+            "the {} rung does not compute {precision}",
+            plan.kernel()
+        ));
+    }
+    if plan.kernel().cuda_only() && arch.vendor == Vendor::Amd {
+        return Some(format!(
+            "the {} rung is CUDA's (mma.sync, ldmatrix, cp.async)",
+            plan.kernel()
+        ));
+    }
+    if let Some(plane) = plan.config.plane_width().filter(|&p| p != arch.warp_size) {
+        return Some(format!(
+            "laid out for planes of {plane}, {}'s are {} wide",
+            arch.name, arch.warp_size
+        ));
+    }
+    if let crate::Config::Tensorcore(_) = plan.config {
+        if arch.name == "sm_75" && precision.input == crate::problem::DType::BF16 {
+            return Some("Turing's tensor cores have no bf16 (sm_80 and later do)".to_string());
+        }
+        if amd::through_rocwmma(plan, arch) && amd::rocwmma_headers().is_none() {
+            return Some(
+                "CubeCL 0.10 reaches CDNA's matrix cores only through rocWMMA, whose headers \
+                 (and ROCm's HIP headers) are not found: tilemm's source tree has rocWMMA 0.7 in \
+                 third_party/rocwmma, Debian's HIP headers are in libamdhip64-dev"
+                    .to_string(),
+            );
+        }
+        let bf16 = precision.input == crate::problem::DType::BF16;
+        if bf16 && amd::through_rocwmma(plan, arch) {
+            // CubeCL's bf16 HIP code includes hip_bf16.h, which came with ROCm 6.
+            if !amd::rocwmma_headers().is_some_and(|h| h.hip.join("hip/hip_bf16.h").is_file()) {
+                return Some(
+                    "CubeCL's bf16 HIP code includes hip/hip_bf16.h (ROCm 6 and later), which \
+                     the HIP headers rocWMMA is compiled against here lack"
+                        .to_string(),
+                );
+            }
+        } else if bf16 && arch.vendor == Vendor::Amd {
+            return Some(
+                "clang 15's AMD targets have no __bf16, which CubeCL's WMMA intrinsics take \
+                 (LLVM 17 and later do)"
+                    .to_string(),
+            );
+        }
+    }
+    None
+}
+
+impl fmt::Display for ResourceUsage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let registers = match self.scalar_registers {
+            Some(s) => format!("{} V + {} S", self.registers, s),
+            None => self.registers.to_string(),
+        };
+        let (active, max) = self.occupancy;
+        // The matrix columns, for a main loop with matrix instructions.
+        let matrix_loop = self.main_loop.filter(|l| l.matrix > 0);
+        let column = |f: &dyn Fn(&loops::LoopMix) -> Option<String>| {
+            matrix_loop
+                .as_ref()
+                .and_then(f)
+                .unwrap_or_else(|| "—".to_string())
+        };
+        write!(
+            f,
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6}/{:<3} {:>4.0}%  {}",
+            self.plan.to_string(),
+            self.arch,
+            short_name(self.precision),
+            registers,
+            self.spills,
+            self.static_shared_bytes,
+            self.dynamic_shared_bytes,
+            self.main_loop
+                .filter(|l| l.fma > 0)
+                .map_or_else(
+                    || "—".to_string(),
+                    |l| format!("{:.0}%/{}", l.percent(), l.instructions)
+                ),
+            self.matrix_ops
+                .map_or_else(|| "—".to_string(), |n| n.to_string()),
+            column(&|l| Some(format!("{:.0}%", l.matrix_percent()))),
+            column(&|l| l.matrix_per_fragment_load().map(|r| format!("{r:.1}"))),
+            column(&|l| (l.copy_commits > 0).then(|| format!(
+                "{}/{}",
+                l.async_copies / l.copy_commits,
+                l.stages_in_flight().unwrap_or(0)
+            ))),
+            column(&|l| l.barriers_per_tile().map(|b| format!("{b:.1}"))),
+            active,
+            max,
+            100.0 * f64::from(active) / f64::from(max.max(1)),
+            self.occupancy_limit
+        )
+    }
+}
+
+/// The column headings matching [`ResourceUsage`]'s `Display`. The matrix columns, for a main
+/// loop with matrix instructions: their share of it (`mma%`), matrix instructions per fragment
+/// load (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
+/// (`async`), cube barriers per K tile (`bar/t`).
+pub const TABLE_HEADER: &str =
+    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit";
+
+/// A precision in one word: see [`Precision::short_name`].
+pub fn short_name(precision: Precision) -> String {
+    precision.short_name()
+}
+
+/// Where to find the tools.
+#[derive(Clone, Debug, Default)]
+pub struct Toolchain {
+    /// Directories holding `cuda_runtime.h` (the generated CUDA includes it). Empty: look in
+    /// `$CUDA_PATH/include`, `/usr/local/cuda/include` and Python's `nvidia/cuda_runtime/include`.
+    pub cuda_include: Vec<PathBuf>,
+    /// The clang that compiles AMD code; `None`: `clang-15`, then `clang`.
+    pub clang: Option<PathBuf>,
+    /// Where to write each kernel's machine code: NVIDIA SASS (`.sass`), AMD assembly (`.s`);
+    /// `None`: nowhere.
+    pub sass_dir: Option<PathBuf>,
+}
+
+/// Checks that the tools for every architecture in `archs` are there, so that a missing tool is
+/// reported once, up front, rather than as a failure of every kernel.
+pub fn preflight(archs: &[Arch], tools: &Toolchain) -> Result<()> {
+    // The listings' folder is made here, once, rather than failing every row.
+    if let Some(dir) = &tools.sass_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Toolchain {
+            tool: "--sass".into(),
+            reason: format!("cannot create {}: {e}", dir.display()),
+        })?;
+    }
+    if archs.iter().any(|a| a.vendor == Vendor::Nvidia) {
+        #[cfg(feature = "cuda")]
+        nvidia::preflight(tools)?;
+        #[cfg(not(feature = "cuda"))]
+        return Err(Error::NotBuilt {
+            what: "the cuda backend (NVRTC, for the NVIDIA compile check)".into(),
+            feature: "cuda",
+        });
+    }
+    if archs.iter().any(|a| a.vendor == Vendor::Amd) {
+        amd::find_clang(tools)?;
+    }
+    Ok(())
+}
+
+/// Compiles `plan`'s kernel in `precision` for `arch` and reports what it uses.
+pub fn check(
+    plan: &Plan,
+    precision: Precision,
+    arch: &Arch,
+    tools: &Toolchain,
+) -> Result<ResourceUsage> {
+    match arch.vendor {
+        Vendor::Nvidia => {
+            #[cfg(feature = "cuda")]
+            {
+                let source = emit::source_for(plan, precision, emit::Target::Cuda)?;
+                nvidia::check(plan, precision, arch, &source, tools)
+            }
+            #[cfg(not(feature = "cuda"))]
+            {
+                let _ = (tools, precision);
+                Err(Error::NotBuilt {
+                    what: "the cuda backend (NVRTC, for the NVIDIA compile check)".into(),
+                    feature: "cuda",
+                })
+            }
+        }
+        Vendor::Amd => {
+            let units = if amd::through_rocwmma(plan, arch) {
+                emit::HipMatrixUnits::RocWmma
+            } else {
+                emit::HipMatrixUnits::Intrinsics
+            };
+            let source = emit::hip_source(plan, precision, arch.warp_size, units)?;
+            amd::check(plan, precision, arch, &source, tools)
+        }
+    }
+}
+
+fn tool_error(tool: &str, reason: impl fmt::Display) -> Error {
+    Error::Toolchain {
+        tool: tool.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::DType;
+    use crate::Kernel;
+
+    /// The tensor-core rung's default configuration for RDNA 3 (wavefronts of 32) as the
+    /// compile check reads it on gfx1100, with the main loop `mix`.
+    fn on_gfx1100(mix: loops::LoopMix, spills: u64) -> ResourceUsage {
+        let config = Kernel::Tensorcore.default_config();
+        ResourceUsage {
+            plan: Plan::new(config),
+            precision: Precision::of(DType::F16),
+            arch: "gfx1100".into(),
+            registers: 104,
+            scalar_registers: Some(30),
+            spills,
+            static_shared_bytes: 0,
+            dynamic_shared_bytes: 10240,
+            threads_per_block: 128,
+            occupancy: (6, 16),
+            occupancy_limit: "LDS",
+            main_loop: Some(mix),
+            matrix_ops: Some(mix.matrix),
+        }
+    }
+
+    /// What wide loads give for 2×2 fragments per wavefront of 32: 4 WMMA, 8 `ds_load_b128`
+    /// (two per fragment), 2 `global_load_b128`.
+    fn wide() -> loops::LoopMix {
+        loops::LoopMix {
+            matrix: 4,
+            instructions: 120,
+            fragment_loads: 8,
+            global_loads: 2,
+            wide_global_loads: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn amd_matrix_loops_pass_with_wide_loads_and_fail_element_wise() {
+        assert!(on_gfx1100(wide(), 0).main_loop_failures().is_empty());
+        // B's fragments read element by element (B staged by rows): 4 + 32 LDS reads.
+        let by_elements = loops::LoopMix {
+            fragment_loads: 36,
+            ..wide()
+        };
+        let failures = on_gfx1100(by_elements, 0).main_loop_failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].contains("per LDS read"), "{failures:?}");
+        // Staging in 16-bit global loads.
+        let narrow = loops::LoopMix {
+            global_loads: 16,
+            wide_global_loads: 0,
+            ..wide()
+        };
+        let failures = on_gfx1100(narrow, 0).main_loop_failures();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        // A main loop that could not be read fails rather than passing unchecked.
+        let mut unread = on_gfx1100(wide(), 0);
+        unread.main_loop = None;
+        assert_eq!(unread.main_loop_failures().len(), 1);
+        // Scratch is a failure of its own for a configuration that must not spill.
+        assert!(on_gfx1100(wide(), 12).forbidden_spill());
+    }
+}
