@@ -961,8 +961,7 @@ fn emit_refuses_unknown_targets_and_tiles() {
 fn compile_check_reports_amd_resources_through_clang() {
     // Needs clang (scripts/setup installs clang-15); without it tilemm says what to install,
     // and this test fails showing that message.
-    let out = tilemm(&[
-        "compile-check",
+    let report = compile_check_json(&[
         "--archs",
         "gfx90a,gfx1100",
         "--kernels",
@@ -972,54 +971,83 @@ fn compile_check_reports_amd_resources_through_clang() {
         "--dtypes",
         "f32",
     ]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    assert!(
-        text.starts_with("kernel") && text.contains("registers") && text.contains("occupancy"),
-        "{text}"
-    );
     for (kernel, arch) in [
         ("naive", "gfx90a"),
         ("naive", "gfx1100"),
         ("tiled", "gfx90a"),
         ("tiled", "gfx1100"),
     ] {
-        let row = text
-            .lines()
-            .find(|l| l.starts_with(kernel) && l.contains(arch))
-            .unwrap_or_else(|| panic!("no {kernel} × {arch} row in\n{text}"));
-        let fields: Vec<&str> = row.split_whitespace().collect();
-        // registers are "N V + M S", then spills, static and dynamic shared bytes.
-        assert_eq!(fields[2], "f32", "{row}");
-        let vgprs: u32 = fields[3].parse().unwrap();
+        let row = compile_check_row(&report, &format!("{kernel}:tpb=16"), arch);
+        assert_eq!(row["dtype"], "f32", "{row}");
+        assert_eq!(row["outcome"], "compiled", "{row}");
+        assert_eq!(row["failures"], serde_json::json!([]), "{row}");
+        let usage = &row["usage"];
+        let vgprs = usage["registers"].as_u64().unwrap();
         assert!(vgprs > 0 && vgprs <= 256, "{row}");
-        assert_eq!(fields[8], "0", "spills in {row}");
-        let dynamic = if kernel == "tiled" { "2048" } else { "0" };
-        assert_eq!(fields[10], dynamic, "dynamic shared bytes in {row}");
-        // The main loop's FMA share, from clang's assembly.
+        assert!(usage["scalar_registers"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(usage["spills"], 0, "{row}");
+        let dynamic = if kernel == "tiled" { 2048 } else { 0 };
+        assert_eq!(usage["dynamic_shared_bytes"], dynamic, "{row}");
+        // The main loop's FMAs, from clang's assembly.
+        let main_loop = &usage["main_loop"];
+        let fma = main_loop["fma"].as_u64().unwrap();
         assert!(
-            fields[11].contains("%/") && !fields[11].starts_with("0%"),
-            "loop FMA in {row}"
+            fma > 0 && main_loop["instructions"].as_u64().unwrap() > fma,
+            "{row}"
         );
     }
+    assert_eq!(
+        (&report["compiled"], &report["skipped"], &report["failed"]),
+        (
+            &serde_json::json!(4),
+            &serde_json::json!(0),
+            &serde_json::json!(0)
+        ),
+        "{report}"
+    );
+    // Every precision compiles, by default; the table says so, under its header, and says
+    // whether the sources were also checked against ROCm's own headers.
+    let out = tilemm(&["compile-check", "--archs", "gfx90a", "--kernels", "tiled"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.starts_with("kernel") && text.contains("registers") && text.contains("occupancy"),
+        "{text}"
+    );
+    for dtype in ["f32", "f16", "bf16", "f64"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("tiled:") && l.contains(&format!(" {dtype} "))),
+            "no {dtype} row in\n{text}"
+        );
+    }
+    assert!(text.contains("HIP headers"), "{text}");
     assert!(
         text.trim_end().ends_with("4 compiled, 0 skipped, 0 failed"),
         "{text}"
     );
-    // Says whether the sources were also checked against ROCm's own headers.
-    assert!(text.contains("HIP headers"), "{text}");
-    // Every precision compiles, by default.
-    let out = tilemm(&["compile-check", "--archs", "gfx90a", "--kernels", "tiled"]);
+}
+
+/// `tilemm compile-check --json ARGS`, which must succeed.
+fn compile_check_json(args: &[&str]) -> serde_json::Value {
+    let out = tilemm(&[&["compile-check", "--json"], args].concat());
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    for dtype in ["f32", "f16", "bf16", "f64"] {
-        assert!(
-            text.lines()
-                .any(|l| l.split_whitespace().nth(2) == Some(dtype)),
-            "no {dtype} row in\n{text}"
-        );
-    }
-    assert!(text.contains("4 compiled, 0 skipped, 0 failed"), "{text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The row of `report` for the plan `kernel` (as `--kernels` takes it) on `arch`.
+fn compile_check_row<'a>(
+    report: &'a serde_json::Value,
+    kernel: &str,
+    arch: &str,
+) -> &'a serde_json::Value {
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kernel"] == kernel && r["arch"] == arch)
+        .unwrap_or_else(|| panic!("no {kernel} × {arch} row in {report}"))
 }
 
 #[test]
@@ -1027,33 +1055,56 @@ fn compile_check_shows_matrix_instructions_of_the_tensor_core_rung_on_amd() {
     // CDNA (gfx90a, gfx940) through rocWMMA (third_party/rocwmma and Debian's HIP headers,
     // which scripts/setup installs), RDNA 3 (gfx1100) through WMMA intrinsics. The check itself
     // fails a tensor-core row with no matrix instruction; this also reads the count.
-    let out = tilemm(&[
-        "compile-check",
+    let plane64 = "tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=1:tn=1:plane=64";
+    let plane32 = "tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=2:tn=2:plane=32";
+    let report = compile_check_json(&[
         "--archs",
         "gfx90a,gfx940,gfx1100",
         "--kernels",
-        "tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=1:tn=1:plane=64,tensorcore:m=16:n=16:k=16:wm=2:wn=2:tm=2:tn=2:plane=32",
+        &format!("{plane64},{plane32}"),
         "--dtypes",
         "f16",
     ]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    for (plane, arch) in [("64", "gfx90a"), ("64", "gfx940"), ("32", "gfx1100")] {
-        let row = text
-            .lines()
-            .find(|l| l.contains(&format!("plane={plane} ")) && l.contains(arch))
-            .unwrap_or_else(|| panic!("no tensor-core row for {arch} in\n{text}"));
-        // registers are "N V + M S": the matrix column is the 13th field.
-        let fields: Vec<&str> = row.split_whitespace().collect();
-        let matrix: u32 = fields[12].parse().unwrap_or_else(|_| panic!("{row}"));
+    for (kernel, arch) in [
+        (plane64, "gfx90a"),
+        (plane64, "gfx940"),
+        (plane32, "gfx1100"),
+    ] {
+        let row = compile_check_row(&report, kernel, arch);
+        assert_eq!(row["outcome"], "compiled", "{row}");
+        let matrix = row["usage"]["matrix_ops"].as_u64().unwrap();
         assert!(matrix > 0, "no matrix instruction in {row}");
-        assert_eq!(fields[8], "0", "spills in {row}");
+        assert_eq!(row["usage"]["spills"], 0, "{row}");
     }
+    // Each layout is skipped on the targets of the other plane width.
+    for (kernel, arch) in [
+        (plane32, "gfx90a"),
+        (plane32, "gfx940"),
+        (plane64, "gfx1100"),
+    ] {
+        assert_eq!(
+            compile_check_row(&report, kernel, arch)["outcome"],
+            "skipped"
+        );
+    }
+    let rocwmma = "CDNA's tensor-core rows are what a `--features hip,rocwmma` build JITs";
     assert!(
-        text.contains("CDNA's tensor-core rows are what a `--features hip,rocwmma` build JITs"),
-        "{text}"
+        report["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with(rocwmma)),
+        "{report}"
     );
-    assert!(text.contains("3 compiled, 3 skipped, 0 failed"), "{text}");
+    assert_eq!(
+        (&report["compiled"], &report["skipped"], &report["failed"]),
+        (
+            &serde_json::json!(3),
+            &serde_json::json!(3),
+            &serde_json::json!(0)
+        ),
+        "{report}"
+    );
 }
 
 #[test]
@@ -1085,8 +1136,7 @@ fn compile_check_for_nvidia_needs_the_cuda_build() {
 fn compile_check_reports_nvidia_resources_through_nvrtc() {
     // Needs NVRTC and the CUDA headers (scripts/setup's ensure_compile_tools puts the PyPI
     // wheels on LD_LIBRARY_PATH); without them tilemm says what to install.
-    let out = tilemm(&[
-        "compile-check",
+    let report = compile_check_json(&[
         "--archs",
         "sm_80,sm_90",
         "--kernels",
@@ -1096,25 +1146,23 @@ fn compile_check_reports_nvidia_resources_through_nvrtc() {
         "--dtypes",
         "f32",
     ]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    for (tpb, arch, dynamic) in [("8", "sm_80", "512"), ("32", "sm_90", "8192")] {
-        let row = text
-            .lines()
-            .find(|l| l.starts_with(&format!("tiled:tpb={tpb} ")) && l.contains(arch))
-            .unwrap_or_else(|| panic!("no row for TPB={tpb} on {arch} in\n{text}"));
-        let fields: Vec<&str> = row.split_whitespace().collect();
-        let registers: u32 = fields[3].parse().unwrap();
+    for (tpb, arch, dynamic) in [("8", "sm_80", 512), ("32", "sm_90", 8192)] {
+        let row = compile_check_row(&report, &format!("tiled:tpb={tpb}"), arch);
+        let usage = &row["usage"];
+        let registers = usage["registers"].as_u64().unwrap();
         assert!(registers > 0 && registers <= 255, "{row}");
-        assert_eq!(fields[4], "0", "spills in {row}");
-        assert_eq!(fields[6], dynamic, "{row}");
-        // The main loop's FFMA share, from nvdisasm (scripts/setup installs it): the tiled
-        // kernel's inner product is FFMAs among shared loads and index arithmetic.
-        let (share, length) = fields[7]
-            .split_once("%/")
-            .unwrap_or_else(|| panic!("no loop FMA figure (is nvdisasm on PATH?) in {row}"));
-        let (share, length): (u32, u32) = (share.parse().unwrap(), length.parse().unwrap());
-        assert!(share > 0 && share < 100 && length > 4, "{row}");
+        assert_eq!(usage["spills"], 0, "{row}");
+        assert_eq!(usage["dynamic_shared_bytes"], dynamic, "{row}");
+        // The main loop's FFMAs, from nvdisasm (scripts/setup installs it): the tiled kernel's
+        // inner product is FFMAs among shared loads and index arithmetic.
+        let main_loop = &usage["main_loop"];
+        assert!(
+            main_loop.is_object(),
+            "no main loop (is nvdisasm on PATH?) in {row}"
+        );
+        let fma = main_loop["fma"].as_u64().unwrap();
+        let length = main_loop["instructions"].as_u64().unwrap();
+        assert!(fma > 0 && fma < length && length > 4, "{row}");
     }
 }
 
@@ -1790,4 +1838,52 @@ fn compile_check_skips_what_a_target_cannot_compile_and_says_why() {
     );
     assert!(!text.contains("the compiler was called"), "{text}");
     assert!(text.contains("0 compiled, 2 skipped, 0 failed"), "{text}");
+}
+
+#[test]
+fn a_run_stays_within_the_host_memory_it_planned() {
+    // The estimate that refuses what the host cannot hold (measure/run.rs) against the
+    // process's measured peak: the peak may rise above what the process held when the run was
+    // planned by at most the plan, and the plan is not many times the rise (beyond its fixed
+    // margins for threads and the driver, 256 MiB). On the CPU path, where the operands
+    // dominate; and on the default device (lavapipe here, whose buffers are host memory).
+    for args in [
+        &["--backend", "cpu", "-m", "2048", "-k", "2048", "-n", "2048"][..],
+        &[
+            "-m",
+            "1536",
+            "-k",
+            "1536",
+            "-n",
+            "1536",
+            "--tune-budget",
+            "0",
+        ][..],
+    ] {
+        let out = tilemm(&[&["run", "--json"], args].concat());
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let memory = &report["host_memory"];
+        let bytes = |field: &str| {
+            memory[field]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no {field} in {memory}"))
+        };
+        let (planned, before, peak) = (
+            bytes("planned_bytes"),
+            bytes("before_bytes"),
+            bytes("peak_bytes"),
+        );
+        let rise = peak.saturating_sub(before);
+        eprintln!("{args:?}: planned {planned} B, rose {rise} B (peak {peak} B)");
+        assert!(
+            rise <= planned,
+            "{args:?}: rose {rise} B over a plan of {planned} B"
+        );
+        assert!(
+            planned <= 3 * rise + (256 << 20),
+            "{args:?}: planned {planned} B for a rise of {rise} B"
+        );
+    }
 }

@@ -149,11 +149,14 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
             }
         }
         // Every kernel, peer, the vendor library and the CPU are checked against one reference.
-        references.push(plan_host_memory(
-            problem,
-            info,
-            plans.len() + usize::from(auto) + peers.len() + 1 + usize::from(vendor),
-        )?);
+        references.push(
+            plan_host_memory(
+                problem,
+                info,
+                plans.len() + usize::from(auto) + peers.len() + 1 + usize::from(vendor),
+            )?
+            .0,
+        );
     }
     // The implementation column fits any rung's name, as measured or as auto's choice.
     let width = tilemm::Kernel::ALL

@@ -105,6 +105,13 @@ fn process_limits() -> Vec<Headroom> {
     Vec::new()
 }
 
+/// This process's resident memory now (`VmRSS`) and at its peak so far (`VmHWM`), in bytes,
+/// where the OS tells them.
+pub fn resident() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    Some((kib_field(&status, "VmRSS:")?, kib_field(&status, "VmHWM:")?))
+}
+
 /// A `/proc` field given in kB, in bytes.
 fn kib_field(text: &str, field: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(field))?;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 
 use crate::device::DeviceInfo;
+use crate::host::format_bytes;
 use crate::io::inputs::Source;
 use crate::plan::panels::Panels;
 use crate::plan::{Launches, Plan};
@@ -94,6 +95,25 @@ pub struct CpuTimes {
     pub gflops: f64,
 }
 
+/// Host memory: what a run was planned to need beyond what the process held when it was
+/// planned (before tuning and inputs), and what the process held then and at its peak.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HostMemory {
+    /// What the run was planned to need, reference included: the most it may add.
+    pub planned_bytes: u64,
+    /// Resident memory when the run was planned (`None`: the OS does not tell).
+    pub before_bytes: Option<u64>,
+    /// The process's peak resident memory, by the end of the run.
+    pub peak_bytes: Option<u64>,
+}
+
+impl HostMemory {
+    /// How far the process's peak rose above what it held when the run was planned.
+    pub fn growth_bytes(&self) -> Option<u64> {
+        Some(self.peak_bytes?.saturating_sub(self.before_bytes?))
+    }
+}
+
 /// Everything `tilemm run` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -118,6 +138,8 @@ pub struct Report {
     pub reference_time: Duration,
     /// The check of the reported C.
     pub verification: Verification,
+    /// Host memory: what the run was planned to need, and what it took.
+    pub host_memory: HostMemory,
     /// Things the user should know (e.g. why no GPU ran).
     pub notes: Vec<String>,
     /// Whether every checked C met the bound.
@@ -274,6 +296,17 @@ impl fmt::Display for Report {
             self.cpu.threads,
             self.cpu.gflops
         )?;
+        let m = &self.host_memory;
+        let planned = format_bytes(m.planned_bytes);
+        match (m.peak_bytes, m.growth_bytes()) {
+            (Some(peak), Some(growth)) => writeln!(
+                f,
+                "memory      host peak {}, {} above the process when planned (planned: at most {planned})",
+                format_bytes(peak),
+                format_bytes(growth)
+            )?,
+            _ => writeln!(f, "memory      host: planned at most {planned}")?,
+        }
         self.fmt_verification(f)?;
         write!(f, "result      {}", if self.pass { "PASS" } else { "FAIL" })
     }

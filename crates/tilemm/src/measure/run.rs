@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::host::cpu;
 use crate::host::{self, Bytes};
 use crate::io::inputs::{Operands, Source};
-use crate::measure::report::{CpuTimes, FirstRun, KernelReport, Report, SecondRun};
+use crate::measure::report::{CpuTimes, FirstRun, HostMemory, KernelReport, Report, SecondRun};
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::runtime::backend::{open_device, Backend, GpuSession};
@@ -82,12 +82,13 @@ fn host_bytes_besides_reference(problem: &Problem, gpu: Option<&DeviceInfo>) -> 
 
 /// Refuses `problem` when this process cannot hold everything a run of it makes, and plans the
 /// reference for `checks` results in what remains: whole if several are checked and half of
-/// that holds it, else in blocks.
+/// that holds it, else in blocks. Returns the reference's plan and the bytes the whole run may
+/// add, reference included.
 pub fn plan_host_memory(
     problem: &Problem,
     gpu: Option<&DeviceInfo>,
     checks: usize,
-) -> Result<ReferencePlan> {
+) -> Result<(ReferencePlan, u64)> {
     let headroom = host::headroom();
     let others = host_bytes_besides_reference(problem, gpu);
     // The smallest reference there is: a few blocks of a few kilobytes.
@@ -97,7 +98,9 @@ pub fn plan_host_memory(
         .zip(others.get())
         .map(|(h, others)| h.bytes.saturating_sub(others) / 2);
     // Fitted into half of what the rest leaves, so the run as a whole fits too.
-    ReferencePlan::fit(problem, checks, budget)
+    let reference = ReferencePlan::fit(problem, checks, budget)?;
+    let planned = (others + Bytes::exactly(reference.bytes)).get();
+    Ok((reference, planned.unwrap_or(u64::MAX)))
 }
 
 /// The experiment, prepared: device open, plan and memory checked, before any input exists.
@@ -107,6 +110,7 @@ pub struct Runner {
     gpu: Option<GpuSession>,
     tuning: Option<TuneReport>,
     reference: ReferencePlan,
+    memory: HostMemory,
     notes: Vec<String>,
 }
 
@@ -134,7 +138,13 @@ impl Runner {
         // The two GPU runs' results, or the CPU's alone; what the host cannot hold is refused
         // before anything, tuning included, allocates.
         let checks = if gpu.is_some() { 2 } else { 1 };
-        let reference = plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
+        let (reference, planned_bytes) =
+            plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
+        let memory = HostMemory {
+            planned_bytes,
+            before_bytes: host::resident().map(|(now, _)| now),
+            peak_bytes: None,
+        };
         let (plan, tuning) = match (&gpu, options.kernel) {
             (Some(gpu), KernelChoice::Auto) => {
                 let report = tune::choose(gpu, problem, &options.tune)?;
@@ -154,6 +164,7 @@ impl Runner {
             gpu,
             tuning,
             reference,
+            memory,
             notes,
         })
     }
@@ -171,6 +182,7 @@ impl Runner {
             gpu,
             tuning,
             reference,
+            memory,
             notes,
         } = self;
         let problem = &problem;
@@ -273,6 +285,10 @@ impl Runner {
             },
             reference_time,
             verification,
+            host_memory: HostMemory {
+                peak_bytes: host::resident().map(|(_, peak)| peak),
+                ..memory
+            },
             notes,
             pass,
         };
@@ -287,27 +303,6 @@ mod tests {
 
     fn device(kind: DeviceKind) -> DeviceInfo {
         test_device(0, kind)
-    }
-
-    #[test]
-    fn the_estimate_counts_every_copy_and_the_device_where_it_is_host_memory() {
-        let p = Problem::new(1000, 10, 1000).unwrap();
-        let (a, b, c) = (40_000, 40_000, 4_000_000);
-        let margin = 96 << 20;
-        let cpu = host_bytes_besides_reference(&p, None).get().unwrap();
-        assert_eq!(cpu, a + b + c + margin);
-        let discrete = host_bytes_besides_reference(&p, Some(&device(DeviceKind::DiscreteGpu)));
-        let driver = 160 << 20;
-        let uploads = 2 * (a + b);
-        assert_eq!(
-            discrete.get().unwrap(),
-            a + b + uploads + 3 * c + margin + driver
-        );
-        let lavapipe = host_bytes_besides_reference(&p, Some(&device(DeviceKind::Cpu)));
-        assert_eq!(
-            lavapipe.get().unwrap(),
-            a + b + uploads + 3 * c + 2 * (a + b + c) + margin + driver
-        );
     }
 
     #[test]

@@ -424,6 +424,175 @@ pub fn check(
     }
 }
 
+/// One row of the compile check: a plan in a precision for an architecture, and what came of
+/// it. `Display` is the table's row, `Serialize` its JSON (`compile-check --json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The plan as `--kernels` takes it (`tiled:tpb=16`).
+    pub kernel: String,
+    /// The precision in one word (`f32`, `f16→f32`).
+    pub dtype: String,
+    /// The architecture's name (`sm_90`, `gfx90a`).
+    pub arch: String,
+    /// Compiled, skipped or failed.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// What came of one row.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
+pub enum Outcome {
+    /// Compiled: what it uses, and the criteria it misses (none: it passes).
+    Compiled {
+        /// Registers, spills, shared memory, occupancy, the main loop's instruction mix.
+        usage: Box<ResourceUsage>,
+        /// Each criterion the compiled code misses, as a short phrase.
+        failures: Vec<String>,
+    },
+    /// Not compiled, for this reason ([`not_applicable`]).
+    Skipped {
+        /// Why the target cannot compile the plan.
+        reason: String,
+    },
+    /// The compiler or a tool failed.
+    Failed {
+        /// The error, on one line.
+        error: String,
+    },
+}
+
+impl Row {
+    /// Whether the row counts as a failure (a compile error, or a criterion missed).
+    pub fn failed(&self) -> bool {
+        match &self.outcome {
+            Outcome::Compiled { failures, .. } => !failures.is_empty(),
+            Outcome::Skipped { .. } => false,
+            Outcome::Failed { .. } => true,
+        }
+    }
+}
+
+impl fmt::Display for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.outcome {
+            Outcome::Compiled { usage, failures } if failures.is_empty() => write!(f, "{usage}"),
+            Outcome::Compiled { usage, failures } => {
+                write!(f, "{usage}  FAIL: {}", failures.join("; "))
+            }
+            Outcome::Skipped { reason } => write!(
+                f,
+                "{:<40} {:<8} {:<9} skipped: {reason}",
+                self.kernel, self.arch, self.dtype
+            ),
+            Outcome::Failed { error } => write!(
+                f,
+                "{:<40} {:<8} {:<9} FAIL: {error}",
+                self.kernel, self.arch, self.dtype
+            ),
+        }
+    }
+}
+
+/// Checks one row: skips what `arch` cannot compile ([`not_applicable`]), else compiles it
+/// ([`check`]) and holds the result to its plan's criteria (no spill it does not allow, matrix
+/// instructions where it is built on matrix units, its main loop's FMA floor and mix).
+pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain) -> Row {
+    let outcome = if let Some(reason) = not_applicable(plan, precision, arch) {
+        Outcome::Skipped { reason }
+    } else {
+        match check(plan, precision, arch, tools) {
+            Ok(usage) => {
+                let mut failures = Vec::new();
+                if usage.forbidden_spill() {
+                    failures.push("spills".to_string());
+                }
+                if usage.missing_matrix_ops() {
+                    failures.push("no matrix instruction".to_string());
+                }
+                if usage.below_fma_floor() {
+                    failures.push("main loop below its FMA floor".to_string());
+                }
+                failures.extend(
+                    usage
+                        .main_loop_failures()
+                        .into_iter()
+                        .map(|f| format!("main loop: {f}")),
+                );
+                Outcome::Compiled {
+                    usage: Box::new(usage),
+                    failures,
+                }
+            }
+            Err(err) => Outcome::Failed {
+                error: err.to_string(),
+            },
+        }
+    };
+    Row {
+        kernel: plan.to_string(),
+        dtype: short_name(precision),
+        arch: arch.name.to_string(),
+        outcome,
+    }
+}
+
+/// The compile check's rows, what was compiled against what (`notes`), and the counts.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Each plan × precision × architecture, in order.
+    pub rows: Vec<Row>,
+    /// Which headers the AMD sources were compiled against, and what the CDNA tensor-core rows
+    /// stand for.
+    pub notes: Vec<String>,
+    /// Rows compiled that meet their criteria.
+    pub compiled: usize,
+    /// Rows not compiled ([`not_applicable`]).
+    pub skipped: usize,
+    /// Rows that failed to compile or missed a criterion.
+    pub failed: usize,
+}
+
+impl Report {
+    /// Counts `rows` and says what the AMD sources were compiled against (`via_rocwmma`:
+    /// whether a row went through rocWMMA).
+    pub fn new(rows: Vec<Row>, archs: &[Arch], via_rocwmma: bool) -> Report {
+        let mut notes = Vec::new();
+        if archs.iter().any(|a| a.vendor == Vendor::Amd) {
+            notes.push(match hip_headers() {
+                Some(dir) => format!(
+                    "AMD sources were also compiled against the HIP headers in {} (those \
+                     including a header missing there, such as hip_bf16.h before ROCm 6, \
+                     against tilemm's stand-ins only)",
+                    dir.display()
+                ),
+                None => "no HIP headers found (ROCm, or Debian's libamdhip64-dev): AMD sources \
+                         were compiled against tilemm's stand-in header only"
+                    .to_string(),
+            });
+        }
+        if let Some(headers) = via_rocwmma.then(rocwmma_headers).flatten() {
+            notes.push(format!(
+                "CDNA's tensor-core rows are what a `--features hip,rocwmma` build JITs: \
+                 CubeCL's rocWMMA dialect, compiled against the rocWMMA headers in {}",
+                headers.rocwmma.display()
+            ));
+        }
+        let failed = rows.iter().filter(|r| r.failed()).count();
+        let skipped = rows
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Skipped { .. }))
+            .count();
+        Report {
+            compiled: rows.len() - failed - skipped,
+            rows,
+            notes,
+            skipped,
+            failed,
+        }
+    }
+}
+
 fn tool_error(tool: &str, reason: impl fmt::Display) -> Error {
     Error::Toolchain {
         tool: tool.to_string(),
