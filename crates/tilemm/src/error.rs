@@ -176,7 +176,7 @@ pub enum Error {
     /// A kernel the device cannot run: it lacks the matrix units, plane width or input types
     /// the kernel is built on.
     #[error(
-        "the {kernel} kernel cannot run on {device}: {why} (choose another --kernel, or auto)"
+        "the {kernel} kernel cannot run on {device}: {why} (choose another configuration, or auto)"
     )]
     KernelUnavailable {
         /// The kernel and its configuration.
@@ -290,16 +290,22 @@ pub enum Unavailable {
     },
     /// The device has no asynchronous copies from global to shared memory (`cp.async`).
     AsyncCopy,
+    /// The kernel's block needs more of something than the device gives one block.
+    Limit {
+        /// What, with its unit: "threads per block", "bytes of shared memory".
+        what: &'static str,
+        /// How much the kernel needs.
+        needed: u64,
+        /// The most the device allows.
+        limit: u64,
+    },
 }
 
 impl std::fmt::Display for Unavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unavailable::Precision(p) => {
-                write!(
-                    f,
-                    "it multiplies only f16 or bf16 inputs with f32 accumulation, not {p}"
-                )
+                write!(f, "it does not compute {p}")
             }
             Unavailable::PlaneWidth { built, device: 0 } => write!(
                 f,
@@ -329,6 +335,14 @@ impl std::fmt::Display for Unavailable {
                 f,
                 "it has no asynchronous copies to shared memory (cp.async: NVIDIA sm_80 and \
                  later, through the cuda backend)"
+            ),
+            Unavailable::Limit {
+                what,
+                needed,
+                limit,
+            } => write!(
+                f,
+                "it needs {needed} {what}, the device allows at most {limit}"
             ),
         }
     }

@@ -74,10 +74,12 @@ fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
                 assert_ne!(built, device, "{plan}");
             }
             // A configuration sized for a GPU's shared memory (the pipelined rung's 108 KiB).
-            Err(Error::DeviceLimit { needed, .. })
-                if plan.shared_bytes(Precision::F32) > info.limits.max_shared_bytes =>
-            {
-                assert!(needed.contains("shared memory"), "{plan}: {needed}");
+            Err(Error::KernelUnavailable {
+                why: Unavailable::Limit { what, needed, .. },
+                ..
+            }) if plan.shared_bytes(Precision::F32) > info.limits.max_shared_bytes => {
+                assert_eq!(what, "bytes of shared memory", "{plan}");
+                assert_eq!(needed, plan.shared_bytes(Precision::F32) as u64, "{plan}");
             }
             Err(e) => panic!("{plan} is refused on {}: {e}", info.name),
         }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use tilemm::io::inputs;
 use tilemm::measure::bench;
 use tilemm::measure::run::plan_host_memory;
+use tilemm::plan::check;
 use tilemm::runtime::backend::open_device;
 use tilemm::tune::{self, TuneBudget, TuneOptions};
 use tilemm::{one_line, Backend, DType, Plan, Precision, Problem, Shape};
@@ -99,40 +100,22 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
     // precision) are measured in the first configuration it runs; those it cannot run at all
     // (matrix units it lacks, a precision they do not compute) are left out with a note. Named
     // ones are refused below.
+    // Precision and layouts are the same for every size, and what a plan needs of the device
+    // does not depend on the size: the first problem stands for them all.
     let mut plans = plans;
-    if let (Some(info), true) = (info, args.kernels.is_empty()) {
-        let unavailable = |plan: &Plan| {
-            let kernel = format!("the {plan} kernel");
-            problems.iter().find_map(|p| match plan.check(p, info) {
-                Err(tilemm::Error::KernelUnavailable { why, .. }) => Some(why.to_string()),
-                // A limit of the kernel's own (its block, its shared memory), not the size's.
-                Err(e @ tilemm::Error::DeviceLimit { .. })
-                    if matches!(&e,
-                    tilemm::Error::DeviceLimit { what, .. } if *what == kernel) =>
-                {
-                    Some(e.to_string())
-                }
-                _ => None,
-            })
-        };
+    if let (Some(info), Some(probe), true) = (info, problems.first(), args.kernels.is_empty()) {
         plans = plans
             .into_iter()
             .filter_map(|plan| {
-                let Some(why) = unavailable(&plan) else {
+                let Err(why) = check::runnable(&plan.config, probe, info) else {
                     return Some(plan);
                 };
-                let runnable = plan
-                    .kernel()
-                    .configs()
-                    .into_iter()
-                    .map(Plan::new)
-                    .find(|p| unavailable(p).is_none());
-                match runnable {
-                    Some(other) => {
+                match check::fitted(&plan, probe, info) {
+                    Ok(other) => {
                         notes.push(format!("{other} is measured in place of {plan}: {why}"));
                         Some(other)
                     }
-                    None => {
+                    Err(_) => {
                         notes.push(format!("{plan} is not measured: {why}"));
                         None
                     }
@@ -425,17 +408,4 @@ fn vendor_baseline(
             None
         }
     }
-}
-
-/// The first configuration of `plan`'s rung laid out for planes of `width`, where `plan` is
-/// laid out for another width.
-pub(crate) fn fit_plane(plan: &Plan, width: u32) -> Option<Plan> {
-    if plan.config.plane_width().is_none_or(|p| p == width) {
-        return None;
-    }
-    plan.kernel()
-        .configs()
-        .into_iter()
-        .find(|c| c.plane_width() == Some(width))
-        .map(Plan::new)
 }

@@ -47,11 +47,13 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
         })
     });
     for (default, plan, dtype, arch) in every {
-        // By default each rung is checked in its default configuration, or where that is laid
-        // out for planes of another width than the target's, in its first one that fits the
-        // target's.
+        // By default each rung is checked in its default configuration, or where the target
+        // cannot run that (laid out for planes of another width), in its first one it can.
         let fitted = (default && args.kernels.is_empty() && args.tpb.is_empty())
-            .then(|| crate::commands::bench::fit_plane(plan, arch.warp_size))
+            .then(|| {
+                let probe = compile_check::probe(Precision::of(dtype));
+                tilemm::plan::check::fitted(plan, &probe, &arch.device()).ok()
+            })
             .flatten();
         let plan = fitted.as_ref().unwrap_or(plan);
         let row = compile_check::check_row(plan, Precision::of(dtype), arch, &tools);

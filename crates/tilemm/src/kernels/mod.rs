@@ -781,26 +781,17 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::computes(c, precision),)* }
             }
 
-            /// Whether `device` can run it on `problem` (see [`Rung::supports`]).
-            pub fn supports(
+            /// Whether `device` has what the rung is built on for `problem` (its own facts,
+            /// [`Rung::supports`]; the whole question is
+            /// [`crate::plan::check::runnable`]'s).
+            pub fn rung_supports(
                 &self,
                 problem: &Problem,
                 device: &DeviceInfo,
             ) -> std::result::Result<(), Unavailable> {
-                if !self.computes(problem.precision) {
-                    return Err(Unavailable::Precision(problem.precision));
-                }
-                let rung = || match self {
+                match self {
                     $(Config::$variant(c) => <$module::$rung as Rung>::supports(c, problem, device),)*
-                };
-                // A CUDA-only rung names the instructions the device lacks before its width.
-                if self.kernel().cuda_only() {
-                    rung()?;
                 }
-                if let Some(built) = self.plane_width().filter(|&p| p != device.plane_size) {
-                    return Err(Unavailable::PlaneWidth { built, device: device.plane_size });
-                }
-                rung()
             }
 
             /// The launch over `problem` (canonical).

@@ -9,6 +9,7 @@ use crate::host::cpu;
 use crate::host::{self, Bytes};
 use crate::io::inputs::{Operands, Source};
 use crate::measure::report::{CpuTimes, FirstRun, HostMemory, KernelReport, Report, SecondRun};
+use crate::plan::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::runtime::backend::{open_device, Backend, GpuSession};
@@ -108,6 +109,7 @@ pub struct Runner {
     problem: Problem,
     plan: Plan,
     gpu: Option<GpuSession>,
+    schedule: Option<Schedule>,
     tuning: Option<TuneReport>,
     reference: ReferencePlan,
     memory: HostMemory,
@@ -155,13 +157,16 @@ impl Runner {
             // No GPU runs: the plan is never used.
             (None, KernelChoice::Auto) => (Plan::default_for(crate::Kernel::Tiled), None),
         };
-        if let Some(gpu) = &gpu {
-            gpu.schedule(problem, &plan)?;
-        }
+        // Made once, here, and handed to compile, both runs and the report.
+        let schedule = gpu
+            .as_ref()
+            .map(|gpu| gpu.schedule(problem, &plan))
+            .transpose()?;
         Ok(Runner {
             problem: *problem,
             plan,
             gpu,
+            schedule,
             tuning,
             reference,
             memory,
@@ -180,6 +185,7 @@ impl Runner {
             problem,
             plan,
             gpu,
+            schedule,
             tuning,
             reference,
             memory,
@@ -206,13 +212,10 @@ impl Runner {
         // Each C is checked as soon as it exists and dropped unless it is the one reported, so
         // no more copies are alive than the memory estimate counts.
         let mut gpu_runs = None;
-        let mut schedule = None;
-        if let Some(gpu) = &gpu {
-            let planned = gpu.schedule(problem, &plan)?;
-            schedule = Some(planned);
-            let passes = planned.passes;
-            let compile = gpu.compile(&plan, problem)?;
-            let first = gpu.gemm(problem, &plan, a, b, c0)?;
+        if let (Some(gpu), Some(schedule)) = (&gpu, &schedule) {
+            let passes = schedule.passes;
+            let compile = gpu.compile_scheduled(schedule)?;
+            let first = gpu.gemm_scheduled(schedule, a, b, c0)?;
             let first_pass = check(&first.c, passes)?.pass;
             drop(first.c);
             // Tuning is part of what the first call costs (nothing on a cache hit but the
@@ -230,7 +233,7 @@ impl Runner {
                 gflops: gflops(problem, total),
                 pass: first_pass,
             };
-            let second = gpu.gemm(problem, &plan, a, b, c0)?;
+            let second = gpu.gemm_scheduled(schedule, a, b, c0)?;
             gpu_runs = Some((first, second, passes));
         }
 

@@ -1,6 +1,7 @@
 //! Which rung runs, in which configuration, and how a product is cut into launches: slabs of K
 //! (for drivers that cut long loops short) and chunks of the batch (for the grid's z limit).
 
+pub mod check;
 pub mod panels;
 
 use std::fmt;
@@ -9,9 +10,8 @@ use serde::Serialize;
 
 use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
-use crate::host::format_bytes;
 use crate::kernels::{Config, Kernel, LaunchShape};
-use crate::problem::{DType, MatrixDesc, Precision, Problem};
+use crate::problem::{DType, Precision, Problem};
 
 /// The most loop iterations a unit may run in one launch, over all of a kernel's loops together.
 ///
@@ -164,134 +164,10 @@ impl Plan {
         })
     }
 
-    /// Checks the launch, the element types and the operands of `problem` (canonical) against
-    /// `device`, so that what cannot run is refused with a message instead of failing (or
-    /// silently misbehaving) on the device.
+    /// Whether this plan runs `problem` (canonical) on `device`, and its launches: see
+    /// [`check::check`], the one runnability check.
     pub fn check(&self, problem: &Problem, device: &DeviceInfo) -> Result<Launches> {
-        let limits = &device.limits;
-        let launches = self.launches(problem, limits)?;
-        let shape = launches.shape;
-        let refuse = |what: String, needed: String, limit: String| Error::DeviceLimit {
-            what,
-            needed,
-            limit,
-            device: device.name.clone(),
-        };
-        let kernel = || format!("the {} kernel", self.config);
-        device.types.check(problem.precision, &device.name)?;
-        self.config
-            .supports(problem, device)
-            .map_err(|why| Error::KernelUnavailable {
-                kernel: self.config.to_string(),
-                device: device.name.clone(),
-                why,
-            })?;
-        let units = shape.block.iter().product::<u32>();
-        if units > limits.max_units_per_cube {
-            return Err(refuse(
-                kernel(),
-                format!("{units} threads per block"),
-                format!("{}", limits.max_units_per_cube),
-            ));
-        }
-        for axis in 0..2 {
-            if shape.block[axis] > limits.max_cube_dim[axis] {
-                return Err(refuse(
-                    kernel(),
-                    format!("a block side of {}", shape.block[axis]),
-                    format!("{}", limits.max_cube_dim[axis]),
-                ));
-            }
-            if shape.grid[axis] > limits.max_cube_count[axis] {
-                return Err(refuse(
-                    format!(
-                        "problem {}×{}×{} with {}",
-                        problem.m, problem.k, problem.n, self.config
-                    ),
-                    format!(
-                        "{} blocks along {}",
-                        shape.grid[axis],
-                        ["x (columns)", "y (rows)"][axis]
-                    ),
-                    format!("{}", limits.max_cube_count[axis]),
-                ));
-            }
-        }
-        if shape.shared_bytes > limits.max_shared_bytes {
-            return Err(refuse(
-                kernel(),
-                format!("{} bytes of shared memory", shape.shared_bytes),
-                format!("{} bytes", limits.max_shared_bytes),
-            ));
-        }
-        let (m, k, n) = (problem.m, problem.k, problem.n);
-        let bytes = device_bytes(problem, device);
-        // Split-K's partials: one M×N matrix of the accumulator per slice and batch entry of
-        // a launch.
-        let partials = (launches.k_splits > 1).then(|| {
-            let entries = shape.grid[2] / launches.k_splits;
-            let len = crate::kernels::split::partials_len(problem, launches.k_splits, entries);
-            (
-                len,
-                len.saturating_mul(problem.precision.accumulate.size_bytes()),
-            )
-        });
-        if let Some(memory) = limits.memory_bytes {
-            // The operands live on the device together; a runtime that runs out of memory
-            // panics inside CubeCL instead of reporting it.
-            let together = bytes
-                .iter()
-                .chain(partials.as_ref().map(|(_, b)| b))
-                .try_fold(0u64, |sum, &b| sum.checked_add(b as u64));
-            if together.is_none_or(|t| t > memory) {
-                return Err(refuse(
-                    format!(
-                        "A, B and C of problem {m}×{k}×{n} ({}) together",
-                        problem.precision
-                    ),
-                    together.map_or_else(|| "more than 2⁶⁴ bytes".into(), format_bytes),
-                    format!("{} of device memory", format_bytes(memory)),
-                ));
-            }
-        }
-        // Every buffer a launch binds: A, B, C and split-K's partials.
-        let matrix = |name: &str, desc: &MatrixDesc| {
-            let batch = if problem.batch > 1 {
-                format!("{} × ", problem.batch)
-            } else {
-                String::new()
-            };
-            format!("matrix {name} ({batch}{}×{})", desc.rows, desc.cols)
-        };
-        let spans = [problem.a_len(), problem.b_len(), problem.c_len()];
-        let buffers = [("A", problem.a), ("B", problem.b), ("C", problem.c)]
-            .into_iter()
-            .zip(spans)
-            .zip(bytes)
-            .map(|(((name, desc), span), bytes)| (matrix(name, &desc), span, bytes))
-            .chain(partials.map(|(len, bytes)| {
-                let what = format!("the partials of {} slices of K", launches.k_splits);
-                (what, len, bytes)
-            }));
-        let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);
-        for (what, span, bytes) in buffers {
-            if bytes as u64 > limit {
-                return Err(refuse(
-                    what,
-                    format_bytes(bytes as u64),
-                    format_bytes(limit),
-                ));
-            }
-            // The kernels index with 32-bit integers.
-            if span > u32::MAX as usize {
-                return Err(refuse(
-                    what,
-                    format!("{span} elements"),
-                    format!("{} elements (32-bit indexing)", u32::MAX),
-                ));
-            }
-        }
-        Ok(launches)
+        check::check(self, problem, device)
     }
 }
 

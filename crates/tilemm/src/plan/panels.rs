@@ -47,6 +47,11 @@ pub struct Block {
 /// its largest block, and how often each entry of C is rounded on the way.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Schedule {
+    /// The product as given.
+    #[serde(skip)]
+    pub problem: Problem,
+    /// What runs it.
+    pub plan: Plan,
     /// The product as the kernels see it (C row-major or strided; [`Problem::canonical`]).
     #[serde(skip)]
     pub canonical: Problem,
@@ -250,6 +255,8 @@ impl Schedule {
             .map(|b| slabs_of(b.depth.len()))
             .sum();
         Ok(Schedule {
+            problem: *problem,
+            plan: *plan,
             canonical,
             swapped,
             panels,

@@ -309,8 +309,22 @@ impl<R: Runtime> Session<R> {
         }
         // Kernels see a row-major or strided C: a column-major one is computed as Cᵀ = BᵀAᵀ.
         let (canonical, swapped) = problem.canonical();
-        let (a, b) = if swapped { (b, a) } else { (a, b) };
         let launches = plan.check(&canonical, &self.info)?;
+        self.launch(plan, &canonical, swapped, &launches, [a, b, c]);
+        Ok(launches)
+    }
+
+    /// Launches `plan` over `canonical` as `launches` say (checked by the caller), A and B
+    /// swapped where `canonical` computes Cᵀ = Bᵀ·Aᵀ.
+    fn launch(
+        &self,
+        plan: &Plan,
+        canonical: &Problem,
+        swapped: bool,
+        launches: &Launches,
+        [a, b, c]: [&DeviceMatrix; 3],
+    ) {
+        let (a, b) = if swapped { (b, a) } else { (a, b) };
         let packed = a.stored == Stored::PackedBf16;
         let [gx, gy, gz] = launches.shape.grid;
         let handles = [
@@ -320,13 +334,13 @@ impl<R: Runtime> Session<R> {
         ];
         let batch = canonical.batch as u32;
         if launches.k_splits > 1 {
-            self.enqueue_split(plan, &canonical, &launches, handles, packed);
-            return Ok(launches);
+            self.enqueue_split(plan, canonical, launches, handles, packed);
+            return;
         }
-        for slab in plan.k_slabs(&canonical) {
+        for slab in plan.k_slabs(canonical) {
             for chunk in 0..launches.batch_chunks {
                 let begin = chunk * gz;
-                let mut args = Args::new(&canonical);
+                let mut args = Args::new(canonical);
                 args.k_range = (slab.begin, slab.end);
                 args.batch_begin = begin;
                 if slab.accumulate {
@@ -337,7 +351,7 @@ impl<R: Runtime> Session<R> {
                 kernels::launch_one(
                     &self.client,
                     &plan.config,
-                    &canonical,
+                    canonical,
                     handles,
                     count,
                     &args,
@@ -345,7 +359,6 @@ impl<R: Runtime> Session<R> {
                 );
             }
         }
-        Ok(launches)
     }
 
     /// [`Session::enqueue`] for a plan that splits K: per slab of K and chunk of the batch,
@@ -472,7 +485,12 @@ impl<R: Runtime> Session<R> {
     /// two runs. Later launches of the plan, at any size and with any strides, reuse the kernel,
     /// unless a layout changes the rung's access pattern.
     pub fn compile(&self, plan: &Plan, problem: &Problem) -> Result<Duration> {
-        let schedule = self.schedule(problem, plan)?;
+        self.compile_scheduled(&self.schedule(problem, plan)?)
+    }
+
+    /// [`Session::compile`] for a product scheduled once ([`Session::schedule`]).
+    pub fn compile_scheduled(&self, schedule: &Schedule) -> Result<Duration> {
+        let plan = &schedule.plan;
         let block = match schedule.panels.blocks(&schedule.canonical).next() {
             Some(first) if !schedule.panels.is_whole() => {
                 schedule
@@ -546,10 +564,22 @@ impl<R: Runtime> Session<R> {
         b: &HostData,
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
+        self.gemm_scheduled(&self.schedule(problem, plan)?, a, b, c0)
+    }
+
+    /// [`Session::gemm`] for a product scheduled once ([`Session::schedule`]): checked then,
+    /// not again.
+    pub fn gemm_scheduled(
+        &self,
+        schedule: &Schedule,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        let (problem, plan) = (&schedule.problem, &schedule.plan);
         problem.check_operands(a.len(), b.len())?;
-        let schedule = self.schedule(problem, plan)?;
         if !schedule.panels.is_whole() {
-            return self.gemm_in_panels(&schedule, plan, a, b, c0);
+            return self.gemm_in_panels(schedule, plan, a, b, c0);
         }
 
         let start = Instant::now();
@@ -560,7 +590,11 @@ impl<R: Runtime> Session<R> {
         let upload = start.elapsed();
 
         let start = Instant::now();
-        let kernel = self.profile(|| self.enqueue(problem, plan, &a, &b, &c).map(|_| ()))?;
+        let (canonical, launches) = (&schedule.canonical, &schedule.launches);
+        let kernel = self.profile(|| {
+            self.launch(plan, canonical, schedule.swapped, launches, [&a, &b, &c]);
+            Ok(())
+        })?;
         self.sync()?;
         let launch = start.elapsed();
 
@@ -573,7 +607,7 @@ impl<R: Runtime> Session<R> {
             launch,
             kernel,
             download,
-            schedule,
+            schedule: *schedule,
         })
     }
 

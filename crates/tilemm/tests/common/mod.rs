@@ -53,14 +53,12 @@ pub fn every_plan() -> Vec<Plan> {
         .collect()
 }
 
-/// Whether `plan` runs `problem` on the test device: it computes the precision, the device
-/// has what the kernel is built on (matrix units, its plane width), and its shared memory in
-/// that precision fits (f64 doubles it: the warp-tiled rung's 64 KiB exceed CUDA's 48).
+/// Whether `plan` runs `problem` on the test device (the one runnability check): it computes
+/// the precision, the device has what the kernel is built on (matrix units, its plane width),
+/// and its block fits, shared memory included (f64 doubles it: the warp-tiled rung's 64 KiB
+/// exceed CUDA's 48).
 pub fn runs(plan: &Plan, problem: &Problem) -> bool {
-    let info = gpu().info();
-    plan.config.computes(problem.precision())
-        && plan.config.supports(problem, info).is_ok()
-        && plan.config.shape(problem).shared_bytes <= info.limits.max_shared_bytes
+    tilemm::plan::check::runnable(&plan.config, problem, gpu().info()).is_ok()
 }
 
 /// Every rung in its default configuration and in the last one it lists that the device runs

@@ -194,6 +194,31 @@ impl GpuSession {
         with_session!(self, s => s.schedule(problem, plan))
     }
 
+    /// [`GpuSession::compile`] for a product scheduled once, by this session's
+    /// [`GpuSession::schedule`].
+    pub fn compile_scheduled(
+        &self,
+        schedule: &crate::plan::panels::Schedule,
+    ) -> Result<std::time::Duration> {
+        let took = self.guarded(|| with_session!(self, s => s.compile_scheduled(schedule)));
+        crate::runtime::cache::keep_new_kernels();
+        took
+    }
+
+    /// [`GpuSession::gemm`] for a product scheduled once, by this session's
+    /// [`GpuSession::schedule`]: checked then, not again.
+    pub fn gemm_scheduled(
+        &self,
+        schedule: &crate::plan::panels::Schedule,
+        a: &HostData,
+        b: &HostData,
+        c0: Option<&HostData>,
+    ) -> Result<GpuRun> {
+        let run = self.guarded(|| with_session!(self, s => s.gemm_scheduled(schedule, a, b, c0)));
+        crate::runtime::cache::keep_new_kernels();
+        run
+    }
+
     /// C = α·A·B + β·C with `plan`, uploaded, run and downloaded; see [`Session::gemm`].
     pub fn gemm(
         &self,

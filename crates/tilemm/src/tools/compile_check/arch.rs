@@ -4,6 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::device::{DeviceInfo, DeviceKind, DeviceLimits, TypeSupport};
+use crate::types::{DType, MatrixUnit};
+
 /// Who makes the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
@@ -147,6 +150,81 @@ pub(crate) fn amd_occupancy(
         (by_lds, "LDS")
     } else {
         (compiler_waves, "registers/waves")
+    }
+}
+
+impl Arch {
+    /// The architecture as a device for [`crate::plan::check::runnable`]: its plane width and
+    /// types, the matrix units and instructions CubeCL reaches on it (WMMA and rocWMMA
+    /// fragments of 16×16×16, f16 everywhere and bf16 from sm_80; `mma.sync` m16n8k16 and
+    /// `cp.async` from sm_80), and no limits on a block: the compile check reports what a
+    /// block uses, it does not launch one.
+    pub fn device(&self) -> DeviceInfo {
+        let nvidia_sm = match self.vendor {
+            Vendor::Nvidia => self.name.trim_start_matches("sm_").parse::<u32>().ok(),
+            Vendor::Amd => None,
+        };
+        let ampere = nvidia_sm.is_some_and(|sm| sm >= 80);
+        let unit = |input: DType, (m, n, k): (u32, u32, u32)| MatrixUnit {
+            a: input,
+            b: input,
+            cd: DType::F32,
+            m,
+            n,
+            k,
+        };
+        let inputs: &[DType] = if nvidia_sm == Some(75) {
+            &[DType::F16]
+        } else {
+            &[DType::F16, DType::BF16]
+        };
+        let fragments: &[(u32, u32, u32)] = match self.vendor {
+            Vendor::Nvidia => &[(16, 16, 16), (32, 8, 16), (8, 32, 16)],
+            Vendor::Amd => &[(16, 16, 16)],
+        };
+        let matrix_units = inputs
+            .iter()
+            .flat_map(|&i| fragments.iter().map(move |&f| unit(i, f)))
+            .collect();
+        let register_mma = if ampere {
+            vec![
+                unit(DType::F16, (16, 8, 16)),
+                unit(DType::BF16, (16, 8, 16)),
+            ]
+        } else {
+            Vec::new()
+        };
+        DeviceInfo {
+            index: 0,
+            name: self.name.to_string(),
+            kind: DeviceKind::DiscreteGpu,
+            api: match self.vendor {
+                Vendor::Nvidia => "CUDA",
+                Vendor::Amd => "HIP",
+            }
+            .into(),
+            driver: String::new(),
+            timestamps: true,
+            limits: DeviceLimits {
+                max_shared_bytes: usize::MAX,
+                max_units_per_cube: u32::MAX,
+                max_cube_dim: [u32::MAX; 3],
+                max_cube_count: [u32::MAX; 3],
+                max_binding_bytes: u64::MAX,
+                max_buffer_bytes: u64::MAX,
+                memory_bytes: None,
+            },
+            types: TypeSupport {
+                f16: true,
+                bf16: true,
+                f64: true,
+                tf32: ampere,
+            },
+            plane_size: self.warp_size,
+            matrix_units,
+            register_mma,
+            copy_async: ampere,
+        }
     }
 }
 

@@ -236,31 +236,24 @@ impl ResourceUsage {
     }
 }
 
-/// Why `plan` in `precision` is not compiled for `arch`, if it is not: a precision the rung
-/// does not compute, or a layout for another plane width than the target's.
+/// Why `plan` in `precision` is not compiled for `arch`, if it is not: what
+/// [`crate::plan::check::runnable`] refuses on the architecture ([`Arch::device`]: a
+/// precision the rung does not compute, a layout for another plane width, matrix units or
+/// instructions the architecture lacks), a CUDA-only rung on AMD, or a compiler or headers that
+/// cannot take the matrix-unit code here.
 pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<String> {
-    if !plan.config.computes(precision) {
-        return Some(format!(
-            "the {} rung does not compute {precision}",
-            plan.kernel()
-        ));
-    }
     if plan.kernel().cuda_only() && arch.vendor == Vendor::Amd {
         return Some(format!(
             "the {} rung is CUDA's (mma.sync, ldmatrix, cp.async)",
             plan.kernel()
         ));
     }
-    if let Some(plane) = plan.config.plane_width().filter(|&p| p != arch.warp_size) {
-        return Some(format!(
-            "laid out for planes of {plane}, {}'s are {} wide",
-            arch.name, arch.warp_size
-        ));
+    let probe = probe(precision);
+    if let Err(why) = crate::plan::check::runnable(&plan.config, &probe, &arch.device()) {
+        return Some(why.to_string());
     }
-    if let crate::Config::Tensorcore(_) = plan.config {
-        if arch.name == "sm_75" && precision.input == crate::problem::DType::BF16 {
-            return Some("Turing's tensor cores have no bf16 (sm_80 and later do)".to_string());
-        }
+    if plan.kernel().matrix_units() && arch.vendor == Vendor::Amd {
+        let bf16 = precision.input == crate::types::DType::BF16;
         if amd::through_rocwmma(plan, arch) && amd::rocwmma_headers().is_none() {
             return Some(
                 "CubeCL 0.10 reaches CDNA's matrix cores only through rocWMMA, whose headers \
@@ -269,7 +262,6 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
                     .to_string(),
             );
         }
-        let bf16 = precision.input == crate::problem::DType::BF16;
         if bf16 && amd::through_rocwmma(plan, arch) {
             // CubeCL's bf16 HIP code includes hip_bf16.h, which came with ROCm 6.
             if !amd::rocwmma_headers().is_some_and(|h| h.hip.join("hip/hip_bf16.h").is_file()) {
@@ -279,7 +271,7 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
                         .to_string(),
                 );
             }
-        } else if bf16 && arch.vendor == Vendor::Amd {
+        } else if bf16 {
             return Some(
                 "clang 15's AMD targets have no __bf16, which CubeCL's WMMA intrinsics take \
                  (LLVM 17 and later do)"
@@ -288,6 +280,17 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
         }
     }
     None
+}
+
+/// A problem of `precision` that stands for every size: the check of what a plan needs of a
+/// target does not depend on the sizes.
+pub fn probe(precision: Precision) -> crate::problem::Problem {
+    crate::problem::Shape {
+        precision,
+        ..crate::problem::Shape::new(1, 1, 1)
+    }
+    .problem()
+    .expect("a 1×1×1 problem is valid")
 }
 
 impl fmt::Display for ResourceUsage {
