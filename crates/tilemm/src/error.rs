@@ -173,8 +173,9 @@ pub enum Error {
         bytes: u64,
     },
 
-    /// A kernel the device cannot run: it lacks the matrix units, plane width or input types
-    /// the kernel is built on.
+    /// A kernel the device cannot run: it lacks the precision, matrix units, instructions or
+    /// plane width the kernel is built on, or the kernel's block needs more threads or shared
+    /// memory than the device gives one.
     #[error(
         "the {kernel} kernel cannot run on {device}: {why} (choose another configuration, or auto)"
     )]

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::device::DeviceKind;
 use crate::error::{Error, Result};
 use crate::io::inputs;
-use crate::kernels::{Config, Kernel};
+use crate::kernels::{Compiler, Config, Kernel};
 use crate::plan::Plan;
 use crate::problem::{Layout, MatrixDesc, Problem};
 use crate::runtime::backend::GpuSession;
@@ -548,7 +548,7 @@ fn candidates(gpu: &GpuSession, problem: &Problem, proxy: &Problem) -> Vec<Plan>
 /// tile counts there; on GPUs a configuration that spills is pruned.
 pub fn model_score(plan: &Plan, proxy: &Problem, kind: DeviceKind) -> f64 {
     let cpu_like = kind == DeviceKind::Cpu;
-    if plan.config.may_spill_in(proxy.precision) && !cpu_like {
+    if plan.config.may_spill(proxy.precision, Compiler::Nvidia) && !cpu_like {
         return 0.0;
     }
     // The tile one cube computes, read off a launch over a large power-of-two product.

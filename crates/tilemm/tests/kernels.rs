@@ -457,7 +457,7 @@ fn the_kernel_time_lies_inside_the_launch() {
 }
 
 #[test]
-fn operands_of_the_wrong_length_are_refused() {
+fn operands_of_the_wrong_length_or_type_are_refused() {
     let p = Problem::new(4, 4, 4).unwrap();
     let err = gpu()
         .gemm(
@@ -473,6 +473,17 @@ fn operands_of_the_wrong_length_are_refused() {
             .contains("A holds 15 elements but the problem needs 16"),
         "{err}"
     );
+    // f64 data of the right length for an f32 product: never reinterpreted as f32.
+    let err = gpu()
+        .gemm(
+            &p,
+            &Plan::default_for(Kernel::Naive),
+            &HostData::F64(vec![0.0; 16]),
+            &HostData::F64(vec![0.0; 16]),
+            None,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::Precision(_)), "{err}");
 }
 
 #[test]

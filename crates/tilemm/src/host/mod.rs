@@ -105,8 +105,14 @@ fn process_limits() -> Vec<Headroom> {
     Vec::new()
 }
 
-/// This process's resident memory now (`VmRSS`) and at its peak so far (`VmHWM`), in bytes,
-/// where the OS tells them.
+/// Starts measuring this process's peak resident memory afresh from now (Linux's
+/// `/proc/self/clear_refs`); false where it cannot, and the peak is then the process's.
+pub fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// This process's resident memory now (`VmRSS`) and at its peak so far (`VmHWM`, since
+/// [`reset_peak`] where that worked), in bytes, where the OS tells them.
 pub fn resident() -> Option<(u64, u64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     Some((kib_field(&status, "VmRSS:")?, kib_field(&status, "VmHWM:")?))

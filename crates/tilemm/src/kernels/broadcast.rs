@@ -21,7 +21,7 @@ use cubecl::prelude::*;
 use serde::Serialize;
 
 use super::args::{at, fetch, outer_products, store_tile, Dims, View};
-use super::{LaunchShape, Rung};
+use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{DType, Precision, Problem};
 
 /// Steps of K unrolled in the main loop; the remainder runs one step at a time. A multiple of
@@ -251,14 +251,9 @@ impl Rung for Broadcast {
     }
 
     /// The planes-of-8 tiles hold 128 or more accumulators: sized for CPU-like devices, whose
-    /// stack is cheap.
-    fn may_spill(config: &BroadcastConfig) -> bool {
+    /// stack is cheap. 64 accumulators of f64 take 128 registers.
+    fn may_spill(config: &BroadcastConfig, precision: Precision, _compiler: Compiler) -> bool {
         config.tm * config.tn >= 128
-    }
-
-    /// 64 accumulators of f64 take 128 registers.
-    fn may_spill_in(config: &BroadcastConfig, precision: Precision) -> bool {
-        Self::may_spill(config)
             || (precision.accumulate == DType::F64 && config.tm * config.tn >= 64)
     }
 

@@ -44,20 +44,13 @@ pub trait Rung {
     fn parse(text: &str) -> Result<Self::Config, String>;
     /// The configuration as text.
     fn show(config: &Self::Config) -> String;
-    /// Whether the configuration may spill registers on a GPU: one sized for CPU-like devices,
-    /// whose stack is cheap. The compile check fails on a spill in any other.
-    fn may_spill(_config: &Self::Config) -> bool {
+    /// Whether the configuration may spill registers in `precision` under `compiler`'s
+    /// register allocation: one sized for CPU-like devices, whose stack is cheap; one whose
+    /// accumulators are twice as wide in f64; one AMD's compiler gives more registers than
+    /// NVIDIA's. The compile check fails on a spill in any other, and the tuner's model prunes
+    /// one that may spill on a GPU.
+    fn may_spill(_config: &Self::Config, _precision: Precision, _compiler: Compiler) -> bool {
         false
-    }
-    /// [`Rung::may_spill`] for one precision: a configuration that fits in f32 may still
-    /// spill where its accumulators are twice as wide.
-    fn may_spill_in(config: &Self::Config, _precision: Precision) -> bool {
-        Self::may_spill(config)
-    }
-    /// [`Rung::may_spill_in`] under AMD's compiler, where a rung may run out of registers
-    /// that fit on NVIDIA: the compile check uses it for `gfx` targets.
-    fn may_spill_on_amd(config: &Self::Config, precision: Precision) -> bool {
-        Self::may_spill_in(config, precision)
     }
     /// Whether the configuration computes `precision` on any device: a rung built on matrix
     /// units takes only the input types those multiply. tf32 is computed only where the rung
@@ -149,11 +142,22 @@ pub struct MatrixLoopCriteria {
     pub min_stages_in_flight: u32,
 }
 
+/// Whose register allocation a spill is judged under ([`Rung::may_spill`]): NVIDIA's (ptxas),
+/// which stands for GPUs in general, or AMD's (clang), which runs out of registers sooner for
+/// some rungs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compiler {
+    /// NVIDIA's ptxas, and GPUs in general.
+    Nvidia,
+    /// AMD's clang.
+    Amd,
+}
+
 /// What a matrix-unit kernel's main loop must show in AMD assembly
 /// ([`Rung::amd_matrix_loop_criteria`]): how many matrix instructions each load from LDS and
 /// from global memory feeds. Besides these, its global loads must be 128-bit (`dwordx4`,
 /// `b128`), and it may not spill (no scratch) unless the configuration says it may
-/// ([`Rung::may_spill_on_amd`]).
+/// ([`Rung::may_spill`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct AmdMatrixLoopCriteria {
     /// The fewest matrix instructions (`v_mfma`, `v_wmma`) per load from LDS (`ds_read`,
@@ -729,20 +733,10 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::show(c),)* }
             }
 
-            /// Whether it may spill registers on a GPU (see [`Rung::may_spill`]).
-            pub fn may_spill(&self) -> bool {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c),)* }
-            }
-
-            /// Whether it may spill registers on an AMD GPU in `precision` (see
-            /// [`Rung::may_spill_on_amd`]).
-            pub fn may_spill_on_amd(&self, precision: Precision) -> bool {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill_on_amd(c, precision),)* }
-            }
-
-            /// Whether it may spill registers on a GPU in `precision` (see [`Rung::may_spill_in`]).
-            pub fn may_spill_in(&self, precision: Precision) -> bool {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill_in(c, precision),)* }
+            /// Whether it may spill registers in `precision` under `compiler` (see
+            /// [`Rung::may_spill`]).
+            pub fn may_spill(&self, precision: Precision, compiler: Compiler) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c, precision, compiler),)* }
             }
 
             /// What the main loop must show on NVIDIA (see [`Rung::matrix_loop_criteria`]).

@@ -34,7 +34,7 @@ use serde::Serialize;
 use super::args::{at, Dims, Layouts, View};
 use super::mma::{
     copy_plan, copy_tile, copy_width, stage_operand, store_width, CopyPlan, StagedTile, Swizzle,};
-use super::{LaunchShape, Rung};
+use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
 /// Lanes of a warp, as the layout groups units.
@@ -834,8 +834,8 @@ impl Rung for Pipelined {
 
     /// clang 15 gives the warptile rung's micro-tiles 128 VGPRs or more and spills them on
     /// gfx1100 (see there); this rung's are the same 8×8.
-    fn may_spill_on_amd(_config: &PipelinedConfig, _precision: Precision) -> bool {
-        true
+    fn may_spill(_config: &PipelinedConfig, _precision: Precision, compiler: Compiler) -> bool {
+        compiler == Compiler::Amd
     }
 
     /// The static target on sm_90: ≥ 88% FFMA in the main loop (91% measured), every

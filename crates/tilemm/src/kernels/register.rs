@@ -11,8 +11,8 @@ use cubecl::prelude::*;
 use serde::Serialize;
 
 use super::args::{at, fetch, outer_products, store_tile, Dims, View};
-use super::{LaunchShape, Rung};
-use crate::problem::Problem;
+use super::{Compiler, LaunchShape, Rung};
+use crate::problem::{Precision, Problem};
 
 /// Steps of K unrolled in the main loop; the remainder runs one step at a time. A multiple of
 /// every line size, so that a row of A is read in whole vectors.
@@ -170,7 +170,7 @@ impl Rung for Register {
 
     /// Tiles of more than 16 accumulators are for CPU-like devices (lavapipe's best is 16×8):
     /// 8×8 already spills on gfx1100 in f32 and on sm_90 in f64 (the compile check).
-    fn may_spill(config: &RegisterConfig) -> bool {
+    fn may_spill(config: &RegisterConfig, _precision: Precision, _compiler: Compiler) -> bool {
         config.tm * config.tn > 16
     }
 

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::args::{at, fetch, store, Dims, Layouts, View};
 use super::stage::Tiles;
-use super::{FragmentLoads, LaunchShape, Rung};
+use super::{Compiler, FragmentLoads, LaunchShape, Rung};
 use crate::device::DeviceInfo;
 use crate::error::Unavailable;
 use crate::problem::{DType, Layout, Precision, Problem};
@@ -495,8 +495,8 @@ impl Rung for Tensorcore {
     /// 4×4 fragments of 16×16 f32 accumulators take 128 VGPRs per lane on RDNA 3 (8 each)
     /// before A's and B's: gfx1100 spills them (650 spills in the compile check), where
     /// NVIDIA keeps them in 194 registers.
-    fn may_spill_on_amd(config: &TensorcoreConfig, _precision: Precision) -> bool {
-        config.tm * config.tn >= 16
+    fn may_spill(config: &TensorcoreConfig, _precision: Precision, compiler: Compiler) -> bool {
+        compiler == Compiler::Amd && config.tm * config.tn >= 16
     }
 
     /// The counts wide loads give. With A staged by rows and B by columns

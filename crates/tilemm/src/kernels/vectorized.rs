@@ -8,7 +8,7 @@ use cubecl::prelude::*;
 use serde::Serialize;
 
 use super::args::{at, load, store_tile, Dims, Layouts, View};
-use super::{LaunchShape, Rung};
+use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
 /// Elements per vector in the shared tiles.
@@ -269,7 +269,7 @@ impl Rung for Vectorized {
     /// An 8×8 micro-tile of f64 accumulators needs 128 registers for them alone: allowed to
     /// spill in f64 (the check cannot tell targets apart here). RDNA 3 does (a 256-unit block
     /// leaves it 128 VGPRs); NVIDIA and CDNA do not, as the compile check shows.
-    fn may_spill_in(c: &VectorizedConfig, precision: Precision) -> bool {
+    fn may_spill(c: &VectorizedConfig, precision: Precision, _compiler: Compiler) -> bool {
         c.tm * c.tn >= 64 && precision.accumulate == crate::problem::DType::F64
     }
 

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::args::{at, store, Dims, Layouts, View};
 use super::vectorized::{fetch_tile, put_tile};
-use super::{LaunchShape, Rung};
+use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
 /// Elements per vector in the shared tiles.
@@ -288,17 +288,14 @@ impl Rung for Warptile {
     }
 
     /// 64 or more f64 accumulators per unit need 128 registers for them alone (see the
-    /// vectorized rung).
-    fn may_spill_in(c: &WarptileConfig, precision: Precision) -> bool {
-        c.per_unit() >= 64 && precision.accumulate == crate::problem::DType::F64
-    }
-
-    /// AMD's compiler (clang 15) gives every configuration 128 VGPRs or more, even 32×32 warp
-    /// tiles with 16 accumulators per unit, and spills on gfx1100 (and with 128 accumulators
-    /// on CDNA too), where NVIDIA's needs 84 to 240 registers and spills nothing: a known
-    /// defect of this rung on AMD, reported by the compile check rather than failing it.
-    fn may_spill_on_amd(_c: &WarptileConfig, _precision: Precision) -> bool {
-        true
+    /// vectorized rung). AMD's compiler (clang 15) gives every configuration 128 VGPRs or
+    /// more, even 32×32 warp tiles with 16 accumulators per unit, and spills on gfx1100 (and
+    /// with 128 accumulators on CDNA too), where NVIDIA's needs 84 to 240 registers and spills
+    /// nothing: a known defect of this rung on AMD, reported by the compile check rather than
+    /// failing it.
+    fn may_spill(c: &WarptileConfig, precision: Precision, compiler: Compiler) -> bool {
+        compiler == Compiler::Amd
+            || (c.per_unit() >= 64 && precision.accumulate == crate::problem::DType::F64)
     }
 
     /// With 64 or more f32 accumulators per unit the main loop is at least 75% FFMA on sm_80

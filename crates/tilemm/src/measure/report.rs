@@ -101,9 +101,11 @@ pub struct CpuTimes {
 pub struct HostMemory {
     /// What the run was planned to need, reference included: the most it may add.
     pub planned_bytes: u64,
-    /// Resident memory when the run was planned (`None`: the OS does not tell).
+    /// Resident memory when the run was planned (`None`: the OS does not tell, or cannot
+    /// start measuring the peak afresh there).
     pub before_bytes: Option<u64>,
-    /// The process's peak resident memory, by the end of the run.
+    /// Peak resident memory since the run was planned (or of the whole process, where
+    /// `before_bytes` is `None`).
     pub peak_bytes: Option<u64>,
 }
 
@@ -301,7 +303,7 @@ impl fmt::Display for Report {
         match (m.peak_bytes, m.growth_bytes()) {
             (Some(peak), Some(growth)) => writeln!(
                 f,
-                "memory      host peak {}, {} above the process when planned (planned: at most {planned})",
+                "memory      host peak {} since the run was planned, {} above what the process held then (planned: at most {planned})",
                 format_bytes(peak),
                 format_bytes(growth)
             )?,

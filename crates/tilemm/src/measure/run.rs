@@ -144,7 +144,10 @@ impl Runner {
             plan_host_memory(problem, gpu.as_ref().map(|g| g.info()), checks)?;
         let memory = HostMemory {
             planned_bytes,
-            before_bytes: host::resident().map(|(now, _)| now),
+            before_bytes: host::reset_peak()
+                .then(host::resident)
+                .flatten()
+                .map(|(now, _)| now),
             peak_bytes: None,
         };
         let (plan, tuning) = match (&gpu, options.kernel) {

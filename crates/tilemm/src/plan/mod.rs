@@ -118,12 +118,6 @@ impl Plan {
         self.config.shape(&tiny).shared_bytes
     }
 
-    /// Whether the compiled kernel may spill registers to local memory: only configurations
-    /// sized for CPU-like devices do. The compile check fails on a spill in any other.
-    pub fn may_spill(&self) -> bool {
-        self.config.may_spill()
-    }
-
     /// How `problem` (canonical) is launched on a device with `limits`: the batch is cut into
     /// chunks of the grid's z limit. Fails when K or the grid overflows 32 bits.
     pub fn launches(&self, problem: &Problem, limits: &DeviceLimits) -> Result<Launches> {

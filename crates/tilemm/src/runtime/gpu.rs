@@ -287,26 +287,7 @@ impl<R: Runtime> Session<R> {
         b: &DeviceMatrix,
         c: &DeviceMatrix,
     ) -> Result<Launches> {
-        let p = problem.precision;
-        for (what, m, dtype, len) in [
-            ("A", a, p.input, problem.a_len()),
-            ("B", b, p.input, problem.b_len()),
-            ("C", c, p.output, problem.c_len()),
-        ] {
-            if m.dtype != dtype {
-                return Err(Error::Precision(format!(
-                    "{what} holds {} elements but the problem computes {dtype}",
-                    m.dtype
-                )));
-            }
-            if m.len < len {
-                return Err(Error::DataLength {
-                    what,
-                    got: m.len,
-                    expected: len,
-                });
-            }
-        }
+        check_resident(problem, [a, b, c])?;
         // Kernels see a row-major or strided C: a column-major one is computed as Cᵀ = BᵀAᵀ.
         let (canonical, swapped) = problem.canonical();
         let launches = plan.check(&canonical, &self.info)?;
@@ -489,7 +470,7 @@ impl<R: Runtime> Session<R> {
     }
 
     /// [`Session::compile`] for a product scheduled once ([`Session::schedule`]).
-    pub fn compile_scheduled(&self, schedule: &Schedule) -> Result<Duration> {
+    pub(crate) fn compile_scheduled(&self, schedule: &Schedule) -> Result<Duration> {
         let plan = &schedule.plan;
         let block = match schedule.panels.blocks(&schedule.canonical).next() {
             Some(first) if !schedule.panels.is_whole() => {
@@ -569,7 +550,7 @@ impl<R: Runtime> Session<R> {
 
     /// [`Session::gemm`] for a product scheduled once ([`Session::schedule`]): checked then,
     /// not again.
-    pub fn gemm_scheduled(
+    pub(crate) fn gemm_scheduled(
         &self,
         schedule: &Schedule,
         a: &HostData,
@@ -586,6 +567,7 @@ impl<R: Runtime> Session<R> {
         let a = self.upload(a)?;
         let b = self.upload(b)?;
         let c = self.output(problem, c0)?;
+        check_resident(problem, [&a, &b, &c])?;
         self.sync()?;
         let upload = start.elapsed();
 
@@ -783,4 +765,30 @@ impl<R: Runtime> Session<R> {
             reason: one_line(&reason),
         }
     }
+}
+
+/// Refuses resident matrices that do not hold `problem`'s element types, or hold too few
+/// elements.
+fn check_resident(problem: &Problem, [a, b, c]: [&DeviceMatrix; 3]) -> Result<()> {
+    let p = problem.precision;
+    for (what, m, dtype, len) in [
+        ("A", a, p.input, problem.a_len()),
+        ("B", b, p.input, problem.b_len()),
+        ("C", c, p.output, problem.c_len()),
+    ] {
+        if m.dtype != dtype {
+            return Err(Error::Precision(format!(
+                "{what} holds {} elements but the problem computes {dtype}",
+                m.dtype
+            )));
+        }
+        if m.len < len {
+            return Err(Error::DataLength {
+                what,
+                got: m.len,
+                expected: len,
+            });
+        }
+    }
+    Ok(())
 }

@@ -196,7 +196,7 @@ impl GpuSession {
 
     /// [`GpuSession::compile`] for a product scheduled once, by this session's
     /// [`GpuSession::schedule`].
-    pub fn compile_scheduled(
+    pub(crate) fn compile_scheduled(
         &self,
         schedule: &crate::plan::panels::Schedule,
     ) -> Result<std::time::Duration> {
@@ -207,7 +207,7 @@ impl GpuSession {
 
     /// [`GpuSession::gemm`] for a product scheduled once, by this session's
     /// [`GpuSession::schedule`]: checked then, not again.
-    pub fn gemm_scheduled(
+    pub(crate) fn gemm_scheduled(
         &self,
         schedule: &crate::plan::panels::Schedule,
         a: &HostData,

@@ -27,6 +27,7 @@ pub use amd::{hip_headers, rocwmma_headers, through_rocwmma, RocWmmaHeaders};
 pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 
 use crate::error::{Error, Result};
+use crate::kernels::Compiler;
 use crate::plan::Plan;
 use crate::problem::Precision;
 use crate::tools::emit;
@@ -68,11 +69,12 @@ pub struct ResourceUsage {
 impl ResourceUsage {
     /// Whether a spill breaks the plan's promise not to spill.
     pub fn forbidden_spill(&self) -> bool {
-        let allowed = if self.arch.starts_with("gfx") {
-            self.plan.config.may_spill_on_amd(self.precision)
+        let compiler = if self.arch.starts_with("gfx") {
+            Compiler::Amd
         } else {
-            self.plan.config.may_spill_in(self.precision)
+            Compiler::Nvidia
         };
+        let allowed = self.plan.config.may_spill(self.precision, compiler);
         self.spills > 0 && !allowed
     }
 
