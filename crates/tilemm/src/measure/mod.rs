@@ -1,8 +1,10 @@
 //! Measuring: the example's experiment and its report (`run`, `report`), the one runner behind
-//! `tilemm bench` (`bench`), and what the ladder is measured against (`peers`, `vendor_blas`).
+//! `tilemm bench` (`bench`) and the sweep of sizes × implementations it runs (`sweep`), and
+//! what the ladder is measured against (`peers`, `vendor_blas`).
 
 pub mod bench;
 pub mod peers;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod vendor_blas;
