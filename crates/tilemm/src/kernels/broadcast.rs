@@ -11,7 +11,7 @@
 //! [`super::args::outer_products()`]).
 //!
 //! The plane width P is part of the configuration (the launch and the shuffles' lanes depend
-//! on it), and [`super::Config::supports`] refuses a device whose planes are not exactly P
+//! on it), and [`crate::plan::check::runnable`] refuses a device whose planes are not exactly P
 //! wide. Rows and columns are taken from the plane's position and the unit's lane in it, never
 //! from an assumed order of units in a cube. Every unit of a plane runs the main loop (a
 //! shuffle needs all): columns past C's edge are clamped for loading and never stored; a plane

@@ -58,11 +58,10 @@ pub trait Rung {
     fn computes(_config: &Self::Config, precision: Precision) -> bool {
         precision.input != crate::problem::DType::TF32
     }
-    /// Whether `device` can run the configuration on `problem` beyond its limits (which
-    /// [`crate::plan::Plan::check`] checks for every rung), the precisions it computes and its
-    /// plane width (which [`Config::supports`] checks first): the matrix units or types it is
-    /// built on. Checked before every launch, so that what would panic inside
-    /// CubeCL is refused instead.
+    /// Whether `device` can run the configuration on `problem` beyond its limits, the
+    /// precisions it computes and its plane width (which [`crate::plan::check::runnable`]
+    /// checks for every rung): the matrix units, instructions or types it is built on. Asked
+    /// before a product is launched, so that what would panic inside CubeCL is refused instead.
     fn supports(
         _config: &Self::Config,
         _problem: &Problem,
