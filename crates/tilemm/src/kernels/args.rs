@@ -45,17 +45,28 @@ pub fn at(view: &View, batch: u32, i: u32, j: u32) -> usize {
     (view.offset + batch * view.batch_stride + i * view.row_stride + j * view.col_stride) as usize
 }
 
-/// An input element, widened to the accumulator's type. With `packed_bf16` the buffer holds
-/// bf16 values two to a u32 (for devices without a bf16 type); its bits, shifted into the high
-/// half of an f32, are that f32 exactly.
+/// The element type of A's and B's buffers. The type says how the buffer is read: u32 holds
+/// bf16 values two to a word (for devices without a bf16 type), every other type its own values.
+pub trait GemmInput: Scalar {
+    /// Whether the buffer holds bf16 values packed two to a u32.
+    const PACKED_BF16: bool = false;
+}
+
+impl GemmInput for f32 {}
+impl GemmInput for f64 {}
+impl GemmInput for half::f16 {}
+impl GemmInput for half::bf16 {}
+impl GemmInput for u32 {
+    const PACKED_BF16: bool = true;
+}
+
+/// An input element, widened to the accumulator's type. Packed bf16 (`I` = u32,
+/// [`GemmInput::PACKED_BF16`]): its bits, shifted into the high half of an f32, are that f32
+/// exactly.
 #[cube]
 #[allow(clippy::manual_is_multiple_of)] // `%` is what the kernel language has.
-pub fn load<I: Scalar, A: Float>(
-    buffer: &Array<I>,
-    index: usize,
-    #[comptime] packed_bf16: bool,
-) -> A {
-    if comptime!(packed_bf16) {
+pub fn load<I: GemmInput, A: Float>(buffer: &Array<I>, index: usize) -> A {
+    if comptime!(I::PACKED_BF16) {
         let word = u32::cast_from(buffer[index / 2]);
         let bits = if index % 2 == 0 {
             word << 16
@@ -69,16 +80,15 @@ pub fn load<I: Scalar, A: Float>(
 }
 
 /// Element `index` of an operand held as vectors of `line` elements (`line` is `N`'s value),
-/// widened to the accumulator's type; with `packed_bf16` (`line` 1), as [`load()`] reads it.
+/// widened to the accumulator's type; packed bf16 (`line` 1) as [`load()`] reads it.
 #[cube]
 #[allow(clippy::manual_is_multiple_of)]
-pub fn fetch<I: Scalar, A: Float, N: Size>(
+pub fn fetch<I: GemmInput, A: Float, N: Size>(
     buffer: &Array<Vector<I, N>>,
     index: usize,
     #[comptime] line: u32,
-    #[comptime] packed_bf16: bool,
 ) -> A {
-    if comptime!(packed_bf16) {
+    if comptime!(I::PACKED_BF16) {
         let word = u32::cast_from(buffer[index / 2][0]);
         let bits = if index % 2 == 0 {
             word << 16
@@ -116,7 +126,7 @@ pub fn fetch<I: Scalar, A: Float, N: Size>(
 /// per FMA. A GPU compiler keeps the tile in registers and schedules either order alike.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub fn outer_products<I: Scalar, A: Float, NB: Size>(
+pub fn outer_products<I: GemmInput, A: Float, NB: Size>(
     b: &Array<Vector<I, NB>>,
     b_cols: &Array<usize>,
     kb: usize,
@@ -127,7 +137,6 @@ pub fn outer_products<I: Scalar, A: Float, NB: Size>(
     #[comptime] tn: u32,
     #[comptime] steps: u32,
     #[comptime] line_b: u32,
-    #[comptime] packed_bf16: bool,
 ) {
     let mut bv = Array::<A>::new(comptime!((steps * tn) as usize));
     #[unroll]
@@ -136,8 +145,7 @@ pub fn outer_products<I: Scalar, A: Float, NB: Size>(
         #[unroll]
         for v in 0..tn / line_b {
             if comptime!(line_b == 1) {
-                bv[(u * tn + v) as usize] =
-                    fetch::<I, A, NB>(b, b_cols[v as usize] + row, 1u32, packed_bf16);
+                bv[(u * tn + v) as usize] = fetch::<I, A, NB>(b, b_cols[v as usize] + row, 1u32);
             } else {
                 let vec = b[(b_cols[(v * line_b) as usize] + row) / comptime!(line_b as usize)];
                 #[unroll]

@@ -2,6 +2,7 @@
 //! computes a column of TM entries of C, reusing each value of B it reads TM times (siboehm's
 //! kernel 4: 2.8× the example's shared-memory tiles on an A6000).
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -14,7 +15,7 @@ use crate::problem::Problem;
 /// at (Y·BM, X·BN); unit (x, y) rows `y·TM .. y·TM + TM` of its column x.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn blocktile1d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
+pub fn blocktile1d_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -24,7 +25,6 @@ pub fn blocktile1d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: Blocktile1dConfig,
     #[comptime] layouts: Layouts,
 ) {
@@ -61,7 +61,6 @@ pub fn blocktile1d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
             k0,
             comptime!(config.tiles()),
             layouts,
-            packed_bf16,
         );
 
         #[unroll]

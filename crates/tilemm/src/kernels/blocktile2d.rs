@@ -3,6 +3,7 @@
 //! that every shared-memory read feeds TN (or TM) fused multiply-adds (siboehm's kernel 5,
 //! 69% of cuBLAS on an A6000 where the example's tiles reach 13%).
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -15,7 +16,7 @@ use crate::problem::Problem;
 /// at (Y·BM, X·BN); unit (x, y) its rows `y·TM ..` and columns `x·TN ..`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn blocktile2d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
+pub fn blocktile2d_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -25,7 +26,6 @@ pub fn blocktile2d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: Blocktile2dConfig,
     #[comptime] layouts: Layouts,
 ) {
@@ -65,7 +65,6 @@ pub fn blocktile2d_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
             k0,
             comptime!(config.tiles()),
             layouts,
-            packed_bf16,
         );
 
         #[unroll]

@@ -17,6 +17,7 @@
 //! shuffle needs all): columns past C's edge are clamped for loading and never stored; a plane
 //! wholly below C's last row leaves as one.
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -34,7 +35,7 @@ const UNROLL_K: u32 = 4;
 /// in vectors of `line_a` along K, B in vectors of `line_b` along N (see `Args::line`).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB: Size>(
+pub fn broadcast_matmul<I: GemmInput, A: Float + CubeElement, O: Float, NA: Size, NB: Size>(
     a: &Array<Vector<I, NA>>,
     b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
@@ -44,7 +45,6 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: BroadcastConfig,
     #[comptime] line_a: u32,
     #[comptime] line_b: u32,
@@ -114,15 +114,15 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
                 #[unroll]
                 for u in 0..UNROLL_K {
                     let ka = (k0 + u as usize) * a_step;
-                    load_rows::<I, A, NA>(a, &a_rows, ka, &mut av, u * tm, config, line_a, packed_bf16);
+                    load_rows::<I, A, NA>(a, &a_rows, ka, &mut av, u * tm, config, line_a);
                 }
             }
-            outer_products::<I, A, NB>(b, &b_cols, k0 * b_step, b_step, &av, &mut acc, tm, tn, UNROLL_K, line_b, packed_bf16);
+            outer_products::<I, A, NB>(b, &b_cols, k0 * b_step, b_step, &av, &mut acc, tm, tn, UNROLL_K, line_b);
         }
         for kk in whole * UNROLL_K..len {
             let kk = kk as usize;
-            load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, 0u32, config, line_a, packed_bf16);
-            outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b, packed_bf16);
+            load_rows::<I, A, NA>(a, &a_rows, kk * a_step, &mut av, 0u32, config, line_a);
+            outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b);
         }
 
         store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);
@@ -134,7 +134,7 @@ pub fn broadcast_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, N
 /// share them.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn load_rows<I: Scalar, A: Float, NA: Size>(
+fn load_rows<I: GemmInput, A: Float, NA: Size>(
     a: &Array<Vector<I, NA>>,
     a_rows: &Array<usize>,
     ka: usize,
@@ -142,14 +142,13 @@ fn load_rows<I: Scalar, A: Float, NA: Size>(
     #[comptime] at: u32,
     #[comptime] config: BroadcastConfig,
     #[comptime] line_a: u32,
-    #[comptime] packed_bf16: bool,
 ) {
     let (tm, plane) = comptime!((config.tm, config.plane));
     let own = comptime!(tm.div_ceil(plane));
     let mut mine = Array::<A>::new(comptime!(own as usize));
     #[unroll]
     for r in 0..own {
-        mine[r as usize] = fetch::<I, A, NA>(a, a_rows[r as usize] + ka, line_a, packed_bf16);
+        mine[r as usize] = fetch::<I, A, NA>(a, a_rows[r as usize] + ka, line_a);
     }
     #[unroll]
     for i in 0..tm {

@@ -24,6 +24,7 @@
 //! copied element by element into the same layout (synchronously), C that is not row-major
 //! with even strides is stored element by element, and every edge is guarded.
 
+use super::args::GemmInput;
 use cubecl::cmma::MmaDefinition;
 use cubecl::ir::MatrixIdent;
 use cubecl::prelude::barrier::{copy_async, copy_async_checked, Barrier};
@@ -1291,10 +1292,9 @@ impl Rung for Mma {
         )
     }
 
-    fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &MmaConfig,
         launch: super::Launch<'_, R>,
-        packed_bf16: bool,
     ) {
         let super::Launch {
             client,
@@ -1302,7 +1302,6 @@ impl Rung for Mma {
             buffers: [a, b, c],
             args,
         } = launch;
-        debug_assert!(!packed_bf16, "the mma rung runs where bf16 is a type (CUDA)");
         let bytes = size_of::<I>() as u32;
         let (width_a, width_b) = (
             copy_width(&args.views[0], bytes),
@@ -1348,10 +1347,9 @@ impl Rung for Mma {
         }
     }
 
-    fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &MmaConfig,
         kernel: super::Expand,
-        _packed_bf16: bool,
     ) -> CubeDim {
         let layouts = kernel.layouts;
         let mut kernel = kernel;

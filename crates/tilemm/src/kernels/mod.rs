@@ -12,6 +12,7 @@ pub mod split;
 #[allow(missing_docs)]
 pub mod stage;
 
+use args::GemmInput;
 use std::fmt;
 use std::str::FromStr;
 
@@ -111,16 +112,14 @@ pub trait Rung {
     fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
     /// Enqueues one launch. `I` is the input buffers' element type (u32 for packed bf16), `A`
     /// the accumulator's and `O` C's.
-    fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &Self::Config,
         launch: Launch<'_, R>,
-        packed_bf16: bool,
     );
     /// Builds the kernel's IR into `kernel`'s scope, for `emit` and the compile check.
-    fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &Self::Config,
         kernel: Expand,
-        packed_bf16: bool,
     ) -> CubeDim;
 }
 
@@ -276,7 +275,7 @@ impl<'a> Expand<'a> {
     }
 
     /// Registers the shared signature's arguments, in order.
-    pub(crate) fn typed<I: Scalar, A: Float + CubeElement, O: Float>(
+    pub(crate) fn typed<I: GemmInput, A: Float + CubeElement, O: Float>(
         self,
     ) -> Typed<'a, I, I, A, O> {
         self.typed_with::<I, I, A, O>()
@@ -367,14 +366,13 @@ impl SquareBlock {
 }
 
 /// Implements [`Rung::launch`] and [`Rung::expand`] for a `#[cube]` kernel with the shared
-/// signature of [`args`], followed by `packed_bf16` and the comptime arguments listed, which
+/// signature of [`args`], followed by the comptime arguments listed, which
 /// may use the configuration (`$config`) and the operands' [`args::Layouts`] (`$layouts`).
 macro_rules! glue {
     ($kernel:ident, |$config:ident, $layouts:ident| dim: $dim:expr, comptime: ($($ct:expr),* $(,)?)) => {
-        fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+        fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
             config: &Self::Config,
             launch: $crate::kernels::Launch<'_, R>,
-            packed_bf16: bool,
         ) {
             let $crate::kernels::Launch { client, count, buffers: [a, b, c], args } = launch;
             let $config = config;
@@ -396,16 +394,14 @@ macro_rules! glue {
                     args.dims(),
                     $crate::kernels::args::scalar::<A>(args.alpha),
                     $crate::kernels::args::scalar::<A>(args.beta),
-                    packed_bf16,
                     $($ct),*
                 )
             }
         }
 
-        fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+        fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
             config: &Self::Config,
             kernel: $crate::kernels::Expand,
-            packed_bf16: bool,
         ) -> CubeDim {
             let $config = config;
             #[allow(unused_variables)]
@@ -413,7 +409,7 @@ macro_rules! glue {
             let t = kernel.typed::<I, A, O>();
             let [va, vb, vc] = t.views;
             $kernel::expand::<I, A, O>(
-                t.scope, t.a, t.b, t.c, va, vb, vc, t.dims, t.alpha, t.beta, packed_bf16,
+                t.scope, t.a, t.b, t.c, va, vb, vc, t.dims, t.alpha, t.beta,
                 $($ct),*
             );
             $dim
@@ -427,10 +423,9 @@ pub(crate) use glue;
 /// from `Args::line`, B's narrowed to 1 where it does not divide the unit's `tn` columns.
 macro_rules! glue_lines {
     ($kernel:ident, |$config:ident| dim: $dim:expr) => {
-        fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+        fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
             config: &Self::Config,
             launch: $crate::kernels::Launch<'_, R>,
-            packed_bf16: bool,
         ) {
             let $crate::kernels::Launch {
                 client,
@@ -439,7 +434,7 @@ macro_rules! glue_lines {
                 args,
             } = launch;
             let $config = config;
-            let (line_a, line_b) = (args.line(0, packed_bf16), args.line(1, packed_bf16));
+            let (line_a, line_b) = (args.line(0, I::PACKED_BF16), args.line(1, I::PACKED_BF16));
             let line_b = if $config.tn.is_multiple_of(line_b) {
                 line_b
             } else {
@@ -465,7 +460,6 @@ macro_rules! glue_lines {
                     args.dims(),
                     $crate::kernels::args::scalar::<A>(args.alpha),
                     $crate::kernels::args::scalar::<A>(args.beta),
-                    packed_bf16,
                     *$config,
                     line_a,
                     line_b,
@@ -473,10 +467,9 @@ macro_rules! glue_lines {
             }
         }
 
-        fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+        fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
             config: &Self::Config,
             kernel: $crate::kernels::Expand,
-            packed_bf16: bool,
         ) -> CubeDim {
             let $config = config;
             let line = kernel.line;
@@ -498,7 +491,6 @@ macro_rules! glue_lines {
                 t.dims,
                 t.alpha,
                 t.beta,
-                packed_bf16,
                 *$config,
                 line,
                 line,
@@ -514,10 +506,9 @@ pub(crate) use glue_lines;
 /// [`args::Layouts`] as comptime arguments.
 macro_rules! glue_staged {
     ($kernel:ident, $width:expr, |$config:ident| dim: $dim:expr) => {
-        fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+        fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
             config: &Self::Config,
             launch: $crate::kernels::Launch<'_, R>,
-            packed_bf16: bool,
         ) {
             let $crate::kernels::Launch {
                 client,
@@ -543,17 +534,15 @@ macro_rules! glue_staged {
                     args.dims(),
                     $crate::kernels::args::scalar::<A>(args.alpha),
                     $crate::kernels::args::scalar::<A>(args.beta),
-                    packed_bf16,
                     *$config,
                     args.layouts(),
                 )
             }
         }
 
-        fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+        fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
             config: &Self::Config,
             kernel: $crate::kernels::Expand,
-            packed_bf16: bool,
         ) -> CubeDim {
             let $config = config;
             let layouts = kernel.layouts;
@@ -573,7 +562,6 @@ macro_rules! glue_staged {
                 t.dims,
                 t.alpha,
                 t.beta,
-                packed_bf16,
                 *$config,
                 layouts,
             );
@@ -792,24 +780,22 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::shape(c, problem),)* }
             }
 
-            pub(crate) fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+            pub(crate) fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
                 &self,
                 launch: Launch<'_, R>,
-                packed_bf16: bool,
             ) {
                 match self {
                     $(Config::$variant(c) =>
-                        <$module::$rung as Rung>::launch::<R, I, A, O>(c, launch, packed_bf16),)*
+                        <$module::$rung as Rung>::launch::<R, I, A, O>(c, launch),)*
                 }
             }
 
-            pub(crate) fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+            pub(crate) fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
                 &self,
                 builder: &mut KernelBuilder,
                 fragment_loads: FragmentLoads,
-                packed_bf16: bool,
             ) -> CubeDim {
-                let line = if packed_bf16 { 1 } else { 4 };
+                let line = if I::PACKED_BF16 { 1 } else { 4 };
                 let kernel = Expand {
                     builder,
                     layouts: args::Layouts::default(),
@@ -818,7 +804,7 @@ macro_rules! registry {
                 };
                 match self {
                     $(Config::$variant(c) =>
-                        <$module::$rung as Rung>::expand::<I, A, O>(c, kernel, packed_bf16),)*
+                        <$module::$rung as Rung>::expand::<I, A, O>(c, kernel),)*
                 }
             }
         }
@@ -890,16 +876,16 @@ macro_rules! with_kernel_types {
         let p: $crate::problem::Precision = $precision;
         match (p.input, p.output, $packed) {
             (DType::F32 | DType::TF32, _, _) => {
-                $recv.$method::<$($($pre,)*)? f32, f32, f32>($($arg,)* false)
+                $recv.$method::<$($($pre,)*)? f32, f32, f32>($($arg),*)
             }
-            (DType::F64, _, _) => $recv.$method::<$($($pre,)*)? f64, f64, f64>($($arg,)* false),
-            (DType::F16, DType::F16, _) => $recv.$method::<$($($pre,)*)? f16, f32, f16>($($arg,)* false),
-            (DType::F16, _, _) => $recv.$method::<$($($pre,)*)? f16, f32, f32>($($arg,)* false),
-            (DType::BF16, _, true) => $recv.$method::<$($($pre,)*)? u32, f32, f32>($($arg,)* true),
+            (DType::F64, _, _) => $recv.$method::<$($($pre,)*)? f64, f64, f64>($($arg),*),
+            (DType::F16, DType::F16, _) => $recv.$method::<$($($pre,)*)? f16, f32, f16>($($arg),*),
+            (DType::F16, _, _) => $recv.$method::<$($($pre,)*)? f16, f32, f32>($($arg),*),
+            (DType::BF16, _, true) => $recv.$method::<$($($pre,)*)? u32, f32, f32>($($arg),*),
             (DType::BF16, DType::BF16, false) => {
-                $recv.$method::<$($($pre,)*)? bf16, f32, bf16>($($arg,)* false)
+                $recv.$method::<$($($pre,)*)? bf16, f32, bf16>($($arg),*)
             }
-            (DType::BF16, _, false) => $recv.$method::<$($($pre,)*)? bf16, f32, f32>($($arg,)* false),
+            (DType::BF16, _, false) => $recv.$method::<$($($pre,)*)? bf16, f32, f32>($($arg),*),
         }
     }};
 }
@@ -927,7 +913,7 @@ pub(crate) fn launch_one<R: Runtime>(
     handles: [(&Handle, usize); 3],
     count: CubeCount,
     args: &Args,
-    packed_bf16: bool,
+    packed: bool,
 ) {
     // SAFETY: lengths are the views' spans (the caller's contract).
     let buffers = handles.map(|(h, len)| unsafe { ArrayArg::from_raw_parts(h.clone(), len) });
@@ -937,5 +923,5 @@ pub(crate) fn launch_one<R: Runtime>(
         buffers,
         args,
     };
-    with_kernel_types!(problem.precision, packed_bf16, config.launch::<R>(launch))
+    with_kernel_types!(problem.precision, packed, config.launch::<R>(launch))
 }

@@ -4,6 +4,7 @@
 //! neighbouring elements of a row-major C, and the accumulator is the precision's (numba's
 //! `tmp = 0.` silently accumulated in f64).
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -15,7 +16,7 @@ use crate::problem::Problem;
 /// `CUBE_POS_Z + batch_begin`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn naive_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
+pub fn naive_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -25,7 +26,6 @@ pub fn naive_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
 ) {
     let col = ABSOLUTE_POS_X;
     let row = ABSOLUTE_POS_Y;
@@ -40,8 +40,8 @@ pub fn naive_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
         // At most LOOP_TRIP_LIMIT iterations: the host splits K (Plan::k_slabs).
         for i in 0..dims.k_end - dims.k_begin {
             let l = i as usize;
-            let x = load::<I, A>(a, a_row + l * a_step, packed_bf16);
-            let y = load::<I, A>(b, b_col + l * b_step, packed_bf16);
+            let x = load::<I, A>(a, a_row + l * a_step);
+            let y = load::<I, A>(b, b_col + l * b_step);
             acc += x * y;
         }
         store::<A, O>(c, at(&vc, batch, row, col), acc, alpha, beta);

@@ -27,6 +27,7 @@
 //! 16-byte aligned, or strided, are copied element by element into the same layout, C that
 //! is not row-major and aligned is stored element by element, and every edge is guarded.
 
+use super::args::GemmInput;
 use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 use serde::Serialize;
@@ -861,10 +862,9 @@ impl Rung for Pipelined {
         )
     }
 
-    fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &PipelinedConfig,
         launch: super::Launch<'_, R>,
-        packed_bf16: bool,
     ) {
         let super::Launch {
             client,
@@ -872,7 +872,6 @@ impl Rung for Pipelined {
             buffers: [a, b, c],
             args,
         } = launch;
-        debug_assert!(!packed_bf16, "the pipelined rung computes f32 alone");
         let asynchronous = client.properties().features.copy_async;
         // cp.async needs 16-byte aligned chunks; synchronous copies move a chunk element by
         // element and need only its elements consecutive (an operand that is not strided).
@@ -922,10 +921,9 @@ impl Rung for Pipelined {
         }
     }
 
-    fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &PipelinedConfig,
         kernel: super::Expand,
-        _packed_bf16: bool,
     ) -> CubeDim {
         let layouts = kernel.layouts;
         let asynchronous = kernel.copy_async();

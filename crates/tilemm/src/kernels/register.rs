@@ -7,6 +7,7 @@
 //! whose rows or columns run past C's edge read the last valid row or column instead (clamped,
 //! so no load needs a branch) and store only what lies inside C.
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -23,7 +24,7 @@ const UNROLL_K: u32 = 4;
 /// `line_a` along K, B in vectors of `line_b` along N (see `Args::line`).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB: Size>(
+pub fn register_matmul<I: GemmInput, A: Float + CubeElement, O: Float, NA: Size, NB: Size>(
     a: &Array<Vector<I, NA>>,
     b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
@@ -33,7 +34,6 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: RegisterConfig,
     #[comptime] line_a: u32,
     #[comptime] line_b: u32,
@@ -95,11 +95,10 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
                                 a,
                                 a_rows[i as usize] + kk * a_step,
                                 1u32,
-                                packed_bf16,
                             );
                         }
                     }
-                    outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b, packed_bf16);
+                    outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b);
                 }
             }
         }
@@ -108,9 +107,9 @@ pub fn register_matmul<I: Scalar, A: Float + CubeElement, O: Float, NA: Size, NB
             #[unroll]
             for i in 0..tm {
                 av[i as usize] =
-                    fetch::<I, A, NA>(a, a_rows[i as usize] + kk * a_step, line_a, packed_bf16);
+                    fetch::<I, A, NA>(a, a_rows[i as usize] + kk * a_step, line_a);
             }
-            outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b, packed_bf16);
+            outer_products::<I, A, NB>(b, &b_cols, kk * b_step, 0, &av, &mut acc, tm, tn, 1u32, line_b);
         }
 
         store_tile::<A, O>(c, &vc, &dims, batch, row0, col0, &acc, alpha, beta, tm, tn);

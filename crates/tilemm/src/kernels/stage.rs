@@ -6,6 +6,7 @@
 //! coalesce whether the operand is row- or column-major. Elements past an edge of the matrix or
 //! of the K slab are stored as zeros, so the product needs no guard.
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 
 use super::args::{at, load, Dims, Layouts, View};
@@ -15,7 +16,7 @@ use super::args::{at, load, Dims, Layouts, View};
 /// `UNIT_POS + i·units`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_a<I: Scalar, A: Float>(
+fn stage_a<I: GemmInput, A: Float>(
     a: &Array<I>,
     va: &View,
     tile: &mut SharedMemory<A>,
@@ -28,7 +29,6 @@ fn stage_a<I: Scalar, A: Float>(
     #[comptime] bk: u32,
     #[comptime] units: u32,
     #[comptime] by_cols: bool,
-    #[comptime] packed_bf16: bool,
 ) {
     #[unroll]
     for i in 0..comptime!(bm * bk / units) {
@@ -40,7 +40,7 @@ fn stage_a<I: Scalar, A: Float>(
         };
         let mut value = A::new(0.0);
         if row0 + r < m && k0 + k < k_end {
-            value = load::<I, A>(a, at(va, batch, row0 + r, k0 + k), packed_bf16);
+            value = load::<I, A>(a, at(va, batch, row0 + r, k0 + k));
         }
         tile[(k * bm + r) as usize] = value;
     }
@@ -49,7 +49,7 @@ fn stage_a<I: Scalar, A: Float>(
 /// B's BK×BN tile at (`k0`, `col0`), stored row by row (`tile[k·BN + c]`).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage_b<I: Scalar, A: Float>(
+fn stage_b<I: GemmInput, A: Float>(
     b: &Array<I>,
     vb: &View,
     tile: &mut SharedMemory<A>,
@@ -62,7 +62,6 @@ fn stage_b<I: Scalar, A: Float>(
     #[comptime] bn: u32,
     #[comptime] units: u32,
     #[comptime] by_cols: bool,
-    #[comptime] packed_bf16: bool,
 ) {
     #[unroll]
     for i in 0..comptime!(bk * bn / units) {
@@ -74,7 +73,7 @@ fn stage_b<I: Scalar, A: Float>(
         };
         let mut value = A::new(0.0);
         if k0 + k < k_end && col0 + c < n {
-            value = load::<I, A>(b, at(vb, batch, k0 + k, col0 + c), packed_bf16);
+            value = load::<I, A>(b, at(vb, batch, k0 + k, col0 + c));
         }
         tile[(k * bn + c) as usize] = value;
     }
@@ -98,7 +97,7 @@ pub struct Tiles {
 /// cube, so that every unit may read any element of either.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub fn stage_tiles<I: Scalar, A: Float>(
+pub fn stage_tiles<I: GemmInput, A: Float>(
     a: &Array<I>,
     b: &Array<I>,
     va: &View,
@@ -112,7 +111,6 @@ pub fn stage_tiles<I: Scalar, A: Float>(
     k0: u32,
     #[comptime] tiles: Tiles,
     #[comptime] layouts: Layouts,
-    #[comptime] packed_bf16: bool,
 ) {
     let (bm, bn, bk, units) = comptime!((tiles.bm, tiles.bn, tiles.bk, tiles.units));
     stage_a::<I, A>(
@@ -128,7 +126,6 @@ pub fn stage_tiles<I: Scalar, A: Float>(
         bk,
         units,
         layouts.a_by_cols,
-        packed_bf16,
     );
     stage_b::<I, A>(
         b,
@@ -143,7 +140,6 @@ pub fn stage_tiles<I: Scalar, A: Float>(
         bn,
         units,
         layouts.b_by_cols,
-        packed_bf16,
     );
     sync_cube();
 }

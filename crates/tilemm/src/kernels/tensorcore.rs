@@ -21,6 +21,7 @@
 //! where the device registers its (A, B, C) types and shape, and a device with none (or
 //! another plane width) is refused before launch ([`Rung::supports`]).
 
+use super::args::GemmInput;
 use cubecl::cmma::{self, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 use serde::Serialize;
@@ -38,7 +39,7 @@ use crate::problem::{DType, Layout, Precision, Problem};
 /// `line_a` and `line_b` elements (`NA`, `NB`) along the axis each is contiguous on.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float, NA: Size, NB: Size>(
+pub fn tensorcore_matmul<I: GemmInput, A: Float + CubeElement, O: Float, F: Float, NA: Size, NB: Size>(
     a: &Array<Vector<I, NA>>,
     b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
@@ -48,7 +49,6 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float, 
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: TensorcoreConfig,
     #[comptime] layouts: Layouts,
     #[comptime] staging: Layouts,
@@ -98,11 +98,11 @@ pub fn tensorcore_matmul<I: Scalar, A: Float + CubeElement, O: Float, F: Float, 
         let k0 = dims.k_begin + t * fk;
         stage::<I, F, NA>(
             a, &va, &mut tile_a, batch, row0, k0, dims.m, dims.k_end, layouts.a_by_cols, sa,
-            units, line_a, packed_bf16,
+            units, line_a,
         );
         stage::<I, F, NB>(
             b, &vb, &mut tile_b, batch, k0, col0, dims.k_end, dims.n, layouts.b_by_cols, sb,
-            units, line_b, packed_bf16,
+            units, line_b,
         );
         sync_cube();
         let mut frags_a = Sequence::<cmma::Matrix<F>>::new();
@@ -263,7 +263,7 @@ impl Staged {
 /// operand or wholly outside (`Args::staging_line`); outside, it is zeros.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn stage<I: Scalar, F: Float, N: Size>(
+fn stage<I: GemmInput, F: Float, N: Size>(
     src: &Array<Vector<I, N>>,
     view: &View,
     tile: &mut SharedMemory<F>,
@@ -276,7 +276,6 @@ fn stage<I: Scalar, F: Float, N: Size>(
     #[comptime] staged: Staged,
     #[comptime] units: u32,
     #[comptime] line: u32,
-    #[comptime] packed_bf16: bool,
 ) {
     let (rows, cols) = comptime!((staged.rows, staged.cols));
     let (row_step, col_step) = comptime!((staged.row_step(), staged.col_step()));
@@ -300,7 +299,7 @@ fn stage<I: Scalar, F: Float, N: Size>(
             if comptime!(line == 1) {
                 let mut value = F::new(0.0);
                 if inside {
-                    value = fetch::<I, F, N>(src, at(view, batch, row0 + r, col0 + c), 1u32, packed_bf16);
+                    value = fetch::<I, F, N>(src, at(view, batch, row0 + r, col0 + c), 1u32);
                 }
                 tile[offset as usize] = value;
             } else {
@@ -582,10 +581,9 @@ impl Rung for Tensorcore {
         )
     }
 
-    fn launch<R: Runtime, I: Scalar, A: Float + CubeElement, O: Float>(
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &TensorcoreConfig,
         launch: super::Launch<'_, R>,
-        packed_bf16: bool,
     ) {
         let super::Launch {
             client,
@@ -598,8 +596,8 @@ impl Rung for Tensorcore {
             TensorcoreConfig::staging(layouts, FragmentLoads::of_runtime(R::name(client)));
         let dim = CubeDim::new_2d(config.plane, config.wm * config.wn);
         let widest = staging_width::<I>(client.properties().hardware.max_vector_size);
-        let line_a = args.staging_line(0, widest, packed_bf16);
-        let line_b = args.staging_line(1, widest, packed_bf16);
+        let line_a = args.staging_line(0, widest, I::PACKED_BF16);
+        let line_b = args.staging_line(1, widest, I::PACKED_BF16);
         macro_rules! go {
             ($f:ty) => {
                 // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
@@ -622,7 +620,6 @@ impl Rung for Tensorcore {
                         args.dims(),
                         super::args::scalar::<A>(args.alpha),
                         super::args::scalar::<A>(args.beta),
-                        packed_bf16,
                         *config,
                         layouts,
                         staging,
@@ -634,23 +631,22 @@ impl Rung for Tensorcore {
         }
         // The fragments hold the inputs' own type (bf16 also when it arrives packed in u32
         // words); `supports` refuses every other.
-        if packed_bf16 || is_bf16::<I>() {
+        if I::PACKED_BF16 || is_bf16::<I>() {
             go!(half::bf16)
         } else {
             go!(half::f16)
         }
     }
 
-    fn expand<I: Scalar, A: Float + CubeElement, O: Float>(
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
         config: &TensorcoreConfig,
         kernel: super::Expand,
-        packed_bf16: bool,
     ) -> CubeDim {
         let layouts = kernel.layouts;
         let staging = TensorcoreConfig::staging(layouts, kernel.fragment_loads);
         // The interior case: both operands row-major and aligned, read in the target's widest
         // vectors (CUDA's and HIP's 16 bytes).
-        let line = if packed_bf16 {
+        let line = if I::PACKED_BF16 {
             1
         } else {
             staging_width::<I>(kernel.max_vector_size().unwrap_or(kernel.line as usize))
@@ -675,7 +671,6 @@ impl Rung for Tensorcore {
                     t.dims,
                     t.alpha,
                     t.beta,
-                    packed_bf16,
                     *config,
                     layouts,
                     staging,
@@ -684,7 +679,7 @@ impl Rung for Tensorcore {
                 )
             };
         }
-        if packed_bf16 || is_bf16::<I>() {
+        if I::PACKED_BF16 || is_bf16::<I>() {
             go!(half::bf16)
         } else {
             go!(half::f16)
@@ -695,7 +690,7 @@ impl Rung for Tensorcore {
 
 /// Elements of `I` in the widest vector staging reads: 16 bytes (8 elements of 16 bits), or
 /// the target's widest vector where that is shorter (wgpu's 4).
-fn staging_width<I: Scalar>(max_vector_size: usize) -> u32 {
+fn staging_width<I: GemmInput>(max_vector_size: usize) -> u32 {
     let per_16_bytes = 16 / std::mem::size_of::<I>().max(1);
     per_16_bytes.min(max_vector_size).max(1) as u32
 }

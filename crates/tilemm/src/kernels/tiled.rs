@@ -7,6 +7,7 @@
 //! that neighbouring units read neighbouring elements whether A or B is stored row- or
 //! column-major.
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -18,7 +19,7 @@ use crate::problem::Problem;
 /// `a_by_cols` / `b_by_cols`: the operand is column-major, so unit x walks its rows.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn tiled_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
+pub fn tiled_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -28,7 +29,6 @@ pub fn tiled_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] tpb: u32,
     #[comptime] a_by_cols: bool,
     #[comptime] b_by_cols: bool,
@@ -54,11 +54,11 @@ pub fn tiled_matmul<I: Scalar, A: Float + CubeElement, O: Float>(
         // of the slab.
         let mut a_val = A::new(0.0);
         if row0 + ar < dims.m && k0 + ac < dims.k_end {
-            a_val = load::<I, A>(a, at(&va, batch, row0 + ar, k0 + ac), packed_bf16);
+            a_val = load::<I, A>(a, at(&va, batch, row0 + ar, k0 + ac));
         }
         let mut b_val = A::new(0.0);
         if k0 + br < dims.k_end && col0 + bc < dims.n {
-            b_val = load::<I, A>(b, at(&vb, batch, k0 + br, col0 + bc), packed_bf16);
+            b_val = load::<I, A>(b, at(&vb, batch, k0 + br, col0 + bc));
         }
         tile_a[(ar * tpb + ac) as usize] = a_val;
         tile_b[(br * tpb + bc) as usize] = b_val;

@@ -4,6 +4,7 @@
 //! (siboehm's kernel 6: 78% of cuBLAS on an A6000, where 2D block tiling reaches 69%). The
 //! main loop is then mostly FMAs, which the compile check's `loop FMA` column shows.
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -26,7 +27,7 @@ const WIDTH: u32 = 4;
 /// that a double-buffered rung can compute while the loads are in flight.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn fetch_tile<I: Scalar, A: Float, N: Size>(
+pub(super) fn fetch_tile<I: GemmInput, A: Float, N: Size>(
     buffer: &Array<I>,
     view: &View,
     regs: &mut Array<Vector<A, N>>,
@@ -40,7 +41,6 @@ pub(super) fn fetch_tile<I: Scalar, A: Float, N: Size>(
     #[comptime] units: u32,
     #[comptime] contiguous: bool,
     #[comptime] a_side: bool,
-    #[comptime] packed_bf16: bool,
 ) {
     let len4 = comptime!(len / WIDTH);
     #[unroll]
@@ -63,7 +63,7 @@ pub(super) fn fetch_tile<I: Scalar, A: Float, N: Size>(
             } else {
                 at(view, batch, kc, pc)
             };
-            let value = load::<I, A>(buffer, index, packed_bf16);
+            let value = load::<I, A>(buffer, index);
             let inside = k0 + k < dims.k_end && p < limit;
             vector[e as usize] = select(inside, value, A::new(0.0));
         }
@@ -100,7 +100,7 @@ pub(super) fn put_tile<A: Float, N: Size>(
 /// at (Y·BM, X·BN); unit (x, y) its rows `y·TM ..` and columns `x·TN ..`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn vectorized_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
+pub fn vectorized_matmul<I: GemmInput, A: Float + CubeElement, O: Float, N: Size>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -110,7 +110,6 @@ pub fn vectorized_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: VectorizedConfig,
     #[comptime] layouts: Layouts,
 ) {
@@ -145,12 +144,10 @@ pub fn vectorized_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
         let k0 = dims.k_begin + t * bk;
         fetch_tile::<I, A, N>(
             a, &va, &mut fa, batch, row0, dims.m, k0, &dims, bm, bk, units, a_along, true,
-            packed_bf16,
         );
         put_tile::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, a_along);
         fetch_tile::<I, A, N>(
             b, &vb, &mut fb, batch, col0, dims.n, k0, &dims, bn, bk, units, b_along, false,
-            packed_bf16,
         );
         put_tile::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, b_along);
         sync_cube();

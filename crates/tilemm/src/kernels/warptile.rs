@@ -15,6 +15,7 @@
 //! product on planes of any width (lavapipe's 8); it is fastest where the hardware's warps are
 //! the configuration's `warp`.
 
+use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -30,7 +31,7 @@ const WIDTH: u32 = 4;
 /// at (Y·BM, X·BN); its warps, in row-major order, the WM×WN tiles of the block.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
+pub fn warptile_matmul<I: GemmInput, A: Float + CubeElement, O: Float, N: Size>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
@@ -40,7 +41,6 @@ pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
     dims: Dims,
     alpha: A,
     beta: A,
-    #[comptime] packed_bf16: bool,
     #[comptime] config: WarptileConfig,
     #[comptime] layouts: Layouts,
 ) {
@@ -85,11 +85,9 @@ pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
         let k0 = dims.k_begin;
         fetch_tile::<I, A, N>(
             a, &va, &mut fa, batch, row0, dims.m, k0, &dims, bm, bk, units, a_along, true,
-            packed_bf16,
         );
         fetch_tile::<I, A, N>(
             b, &vb, &mut fb, batch, col0, dims.n, k0, &dims, bn, bk, units, b_along, false,
-            packed_bf16,
         );
         put_tile::<A, N>(&fa, &mut tile_a, 0, bm, bk, units, a_along);
         put_tile::<A, N>(&fb, &mut tile_b, 0, bn, bk, units, b_along);
@@ -105,11 +103,9 @@ pub fn warptile_matmul<I: Scalar, A: Float + CubeElement, O: Float, N: Size>(
             let k0 = dims.k_begin + (t + 1) * bk;
             fetch_tile::<I, A, N>(
                 a, &va, &mut fa, batch, row0, dims.m, k0, &dims, bm, bk, units, a_along, true,
-                packed_bf16,
             );
             fetch_tile::<I, A, N>(
                 b, &vb, &mut fb, batch, col0, dims.n, k0, &dims, bn, bk, units, b_along, false,
-                packed_bf16,
             );
         }
         let base_a = (t % 2) * stage_a + row4;
