@@ -23,7 +23,8 @@ pub fn runnable(
         return Err(Unavailable::Precision(problem.precision));
     }
     // A CUDA-only rung names the instructions the device lacks before its width.
-    if config.kernel().cuda_only() {
+    let cuda_only = config.kernel().cuda_only();
+    if cuda_only {
         config.rung_supports(problem, device)?;
     }
     if let Some(built) = config.plane_width().filter(|&p| p != device.plane_size) {
@@ -32,7 +33,9 @@ pub fn runnable(
             device: device.plane_size,
         });
     }
-    config.rung_supports(problem, device)?;
+    if !cuda_only {
+        config.rung_supports(problem, device)?;
+    }
     let limits = &device.limits;
     let shape = config.shape(problem);
     let within = |what: &'static str, needed: u64, limit: u64| {
