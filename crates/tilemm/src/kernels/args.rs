@@ -1,9 +1,9 @@
 //! What every rung's kernel takes besides its configuration, and the `#[cube]` pieces they
 //! share: strided loads and the α/β epilogue.
 //!
-//! Every rung has the same runtime signature, `(a, b, c, a_view, b_view, c_view, dims, alpha,
-//! beta)`, followed by its own comptime configuration, so that launching, emitting and
-//! compile-checking a rung need no argument list of its own.
+//! Every rung has the same runtime signature, `(a, b, c, args: GemmArgs)`, followed by its own
+//! comptime configuration, so that launching, emitting and compile-checking a rung pass one
+//! value, [`GemmArgs`], besides the buffers.
 
 use cubecl::prelude::*;
 
@@ -37,6 +37,25 @@ pub struct Dims {
     pub k_end: u32,
     /// Batch entry of the grid's z = 0 (batches beyond the grid's z limit take more launches).
     pub batch_begin: u32,
+}
+
+/// What every rung's kernel takes besides the buffers A, B, C and its configuration: the three
+/// operands' views, the sizes and the slab of K, α and β (in the accumulator's type `A`).
+/// C stays a kernel argument of its own, the one buffer written.
+#[derive(CubeType, CubeLaunch, Clone, Copy)]
+pub struct GemmArgs<A: Float + CubeElement> {
+    /// Where A's elements are.
+    pub va: View,
+    /// Where B's elements are.
+    pub vb: View,
+    /// Where C's elements are.
+    pub vc: View,
+    /// The sizes and what this launch covers.
+    pub dims: Dims,
+    /// α.
+    pub alpha: A,
+    /// β for this launch.
+    pub beta: A,
 }
 
 /// Element (i, j) of batch entry `batch` of `view`.
@@ -272,6 +291,13 @@ impl Args {
         self.staging_line(which, 4, packed_bf16)
     }
 
+    /// A's and B's widths ([`Args::line`]) for a rung whose units each compute `tn` columns
+    /// of C: B's narrowed to 1 where it does not divide them.
+    pub(crate) fn unit_lines(&self, tn: u32, packed_bf16: bool) -> (u32, u32) {
+        let (line_a, line_b) = (self.line(0, packed_bf16), self.line(1, packed_bf16));
+        (line_a, if tn.is_multiple_of(line_b) { line_b } else { 1 })
+    }
+
     /// The widest power of two up to `widest` elements that operand `which` (0: A, 1: B) can be
     /// read in as vectors along the axis it is contiguous on (a row-major operand along its
     /// rows, a column-major one down its columns): offset, the other strides and the extent
@@ -312,25 +338,32 @@ impl Args {
         line
     }
 
-    /// The view of operand `which` (0: A, 1: B, 2: C), as the kernel takes it.
-    pub(crate) fn view<R: Runtime>(&self, which: usize) -> ViewLaunch<R> {
-        let d = &self.views[which];
-        ViewLaunch::new(
-            d.offset as u32,
-            d.row_stride as u32,
-            d.col_stride as u32,
-            d.batch_stride as u32,
-        )
-    }
-
-    /// The sizes, as the kernel takes them.
-    pub(crate) fn dims<R: Runtime>(&self) -> DimsLaunch<R> {
-        DimsLaunch::new(
-            self.m,
-            self.n,
-            self.k_range.0,
-            self.k_range.1,
-            self.batch_begin,
+    /// The shared arguments, as the kernel takes them.
+    pub(crate) fn gemm<A: Float + CubeElement + num_traits::NumCast, R: Runtime>(
+        &self,
+    ) -> GemmArgsLaunch<A, R> {
+        let view = |d: &MatrixDesc| {
+            ViewLaunch::new(
+                d.offset as u32,
+                d.row_stride as u32,
+                d.col_stride as u32,
+                d.batch_stride as u32,
+            )
+        };
+        let [va, vb, vc] = &self.views;
+        GemmArgsLaunch::new(
+            view(va),
+            view(vb),
+            view(vc),
+            DimsLaunch::new(
+                self.m,
+                self.n,
+                self.k_range.0,
+                self.k_range.1,
+                self.batch_begin,
+            ),
+            scalar::<A>(self.alpha),
+            scalar::<A>(self.beta),
         )
     }
 }
@@ -340,25 +373,28 @@ pub(crate) fn scalar<A: num_traits::NumCast>(x: f64) -> A {
     num_traits::NumCast::from(x).expect("finite scalars convert to the accumulator's type")
 }
 
-/// The compilation arguments of the shared signature, for building a kernel's IR without a
+/// The compilation arguments of the shared arguments, for building a kernel's IR without a
 /// device (`emit`, the compile check).
-pub(crate) fn view_compilation() -> ViewCompilationArg {
-    ViewCompilationArg {
+pub(crate) fn gemm_compilation<A: Float + CubeElement>() -> GemmArgsCompilationArg<A> {
+    let view = || ViewCompilationArg {
         offset: (),
         row_stride: (),
         col_stride: (),
         batch_stride: (),
-    }
-}
-
-/// See [`view_compilation`].
-pub(crate) fn dims_compilation() -> DimsCompilationArg {
-    DimsCompilationArg {
-        m: (),
-        n: (),
-        k_begin: (),
-        k_end: (),
-        batch_begin: (),
+    };
+    GemmArgsCompilationArg {
+        va: view(),
+        vb: view(),
+        vc: view(),
+        dims: DimsCompilationArg {
+            m: (),
+            n: (),
+            k_begin: (),
+            k_end: (),
+            batch_begin: (),
+        },
+        alpha: (),
+        beta: (),
     }
 }
 

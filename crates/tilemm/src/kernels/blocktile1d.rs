@@ -6,9 +6,9 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, store, Dims, Layouts, View};
+use super::args::{at, store, Layouts, GemmArgs};
 use super::stage::{stage_tiles, Tiles};
-use super::{LaunchShape, Rung};
+use super::{Expand, Launch, LaunchShape, Rung};
 use crate::problem::Problem;
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K. Cube (X, Y) computes the BM×BN block
@@ -19,15 +19,16 @@ pub fn blocktile1d_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: Blocktile1dConfig,
     #[comptime] layouts: Layouts,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (bm, bn, bk, tm) = comptime!((config.bm, config.bn, config.bk, config.tm));
     let mut tile_a = SharedMemory::<A>::new(comptime!((bm * bk) as usize));
     let mut tile_b = SharedMemory::<A>::new(comptime!((bk * bn) as usize));
@@ -165,7 +166,40 @@ impl Rung for Blocktile1d {
         )
     }
 
-    super::glue!(blocktile1d_matmul, |config, layouts|
-        dim: CubeDim::new_2d(config.bn, config.bm / config.tm),
-        comptime: (*config, layouts));
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &Blocktile1dConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        let layouts = args.layouts();
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, and every access is guarded by m, n and the slab's end.
+        unsafe {
+            blocktile1d_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_2d(config.bn, config.bm / config.tm),
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config, layouts,
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &Blocktile1dConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let layouts = kernel.layouts;
+        let t = kernel.typed::<I, A, O>();
+        blocktile1d_matmul::expand::<I, A, O>(t.scope, t.a, t.b, t.c, t.args, *config, layouts);
+        CubeDim::new_2d(config.bn, config.bm / config.tm)
+    }
 }

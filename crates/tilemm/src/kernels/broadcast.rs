@@ -21,8 +21,8 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, outer_products, store_tile, Dims, View};
-use super::{Compiler, LaunchShape, Rung};
+use super::args::{at, fetch, outer_products, store_tile, GemmArgs};
+use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{DType, Precision, Problem};
 
 /// Steps of K unrolled in the main loop; the remainder runs one step at a time. A multiple of
@@ -39,16 +39,17 @@ pub fn broadcast_matmul<I: GemmInput, A: Float + CubeElement, O: Float, NA: Size
     a: &Array<Vector<I, NA>>,
     b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: BroadcastConfig,
     #[comptime] line_a: u32,
     #[comptime] line_b: u32,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (tm, tn, plane) = comptime!((config.tm, config.tn, config.plane));
     // Rows of the plane's TM each lane loads (lanes past TM load a clamped row, unused).
     let own = comptime!(tm.div_ceil(plane));
@@ -270,5 +271,60 @@ impl Rung for Broadcast {
         )
     }
 
-    super::glue_lines!(broadcast_matmul, |config| dim: CubeDim::new_1d(config.plane * config.planes));
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &BroadcastConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        let (line_a, line_b) = args.unit_lines(config.tn, I::PACKED_BF16);
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, every access is clamped to C's last row or column, vectors lie inside rows
+        // (`Args::line`), and `Plan::check` has checked the plane width of a configuration laid
+        // out for one.
+        unsafe {
+            broadcast_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_1d(config.plane * config.planes),
+                line_a as usize,
+                line_b as usize,
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config,
+                line_a,
+                line_b,
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &BroadcastConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let line = kernel.line;
+        let mut kernel = kernel;
+        kernel.register_size::<broadcast_matmul::NA>(line as usize);
+        kernel.register_size::<broadcast_matmul::NB>(line as usize);
+        let t = kernel.typed_with::<Vector<I, broadcast_matmul::NA>, Vector<I, broadcast_matmul::NB>, A, O>();
+        broadcast_matmul::expand::<I, A, O, broadcast_matmul::NA, broadcast_matmul::NB>(
+            t.scope,
+            line as usize,
+            line as usize,
+            t.a,
+            t.b,
+            t.c,
+            t.args,
+            *config,
+            line,
+            line,
+        );
+        CubeDim::new_1d(config.plane * config.planes)
+    }
 }

@@ -31,7 +31,7 @@ use cubecl::prelude::barrier::{copy_async, copy_async_checked, Barrier};
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, Dims, Layouts, View};
+use super::args::{at, Dims, Layouts, View, GemmArgs};
 use super::{LaunchShape, Rung};
 use crate::device::{DeviceInfo, MatrixUnit};
 use crate::error::Unavailable;
@@ -908,18 +908,19 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     a: &Array<F>,
     b: &Array<F>,
     c: &mut Array<Vector<O, NC>>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: MmaConfig,
     #[comptime] layouts: Layouts,
     #[comptime] width_a: u32,
     #[comptime] width_b: u32,
     #[comptime] width_c: u32,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
     let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
     let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
@@ -1325,12 +1326,7 @@ impl Rung for Mma {
                         a,
                         b,
                         c,
-                        args.view(0),
-                        args.view(1),
-                        args.view(2),
-                        args.dims(),
-                        super::args::scalar::<A>(args.alpha),
-                        super::args::scalar::<A>(args.beta),
+                        args.gemm::<A, R>(),
                         *config,
                         args.layouts(),
                         width_a,
@@ -1359,10 +1355,8 @@ impl Rung for Mma {
         macro_rules! go {
             ($f:ty) => {{
                 let t = kernel.typed_with::<$f, $f, A, Vector<O, mma_matmul::NC>>();
-                let [va, vb, vc] = t.views;
                 mma_matmul::expand::<$f, A, O, mma_matmul::NC>(
-                    t.scope, 2, t.a, t.b, t.c, va, vb, vc, t.dims, t.alpha, t.beta, *config,
-                    layouts, width, width, 2,
+                    t.scope, 2, t.a, t.b, t.c, t.args, *config, layouts, width, width, 2,
                 )
             }};
         }

@@ -261,10 +261,7 @@ pub(crate) struct Typed<
     pub a: <Array<EA> as CubeType>::ExpandType,
     pub b: <Array<EB> as CubeType>::ExpandType,
     pub c: <Array<O> as CubeType>::ExpandType,
-    pub views: [<args::View as CubeType>::ExpandType; 3],
-    pub dims: <args::Dims as CubeType>::ExpandType,
-    pub alpha: <A as CubeType>::ExpandType,
-    pub beta: <A as CubeType>::ExpandType,
+    pub args: <args::GemmArgs<A> as CubeType>::ExpandType,
 }
 
 impl<'a> Expand<'a> {
@@ -282,7 +279,7 @@ impl<'a> Expand<'a> {
     }
 
     /// [`Expand::typed`] with A's and B's elements of types `EA` and `EB` (vectors of the input
-    /// type, for rungs that load several at once).
+    /// type, for rungs that load several at once) and C's of type `O`.
     pub(crate) fn typed_with<
         EA: CubePrimitive,
         EB: CubePrimitive,
@@ -296,20 +293,13 @@ impl<'a> Expand<'a> {
         let a = <Array<EA> as LaunchArg>::expand(&array, builder);
         let b = <Array<EB> as LaunchArg>::expand(&array, builder);
         let c = <Array<O> as LaunchArg>::expand_output(&array, builder);
-        let views =
-            [(); 3].map(|_| <args::View as LaunchArg>::expand(&args::view_compilation(), builder));
-        let dims = <args::Dims as LaunchArg>::expand(&args::dims_compilation(), builder);
-        let alpha = <A as LaunchArg>::expand(&(), builder);
-        let beta = <A as LaunchArg>::expand(&(), builder);
+        let args = <args::GemmArgs<A> as LaunchArg>::expand(&args::gemm_compilation(), builder);
         Typed {
             scope: &mut builder.scope,
             a,
             b,
             c,
-            views,
-            dims,
-            alpha,
-            beta,
+            args,
         }
     }
 }
@@ -364,212 +354,6 @@ impl SquareBlock {
         }
     }
 }
-
-/// Implements [`Rung::launch`] and [`Rung::expand`] for a `#[cube]` kernel with the shared
-/// signature of [`args`], followed by the comptime arguments listed, which
-/// may use the configuration (`$config`) and the operands' [`args::Layouts`] (`$layouts`).
-macro_rules! glue {
-    ($kernel:ident, |$config:ident, $layouts:ident| dim: $dim:expr, comptime: ($($ct:expr),* $(,)?)) => {
-        fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
-            config: &Self::Config,
-            launch: $crate::kernels::Launch<'_, R>,
-        ) {
-            let $crate::kernels::Launch { client, count, buffers: [a, b, c], args } = launch;
-            let $config = config;
-            #[allow(unused_variables)]
-            let $layouts = args.layouts();
-            // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
-            // covers C once, and every access is guarded by m, n and the slab's end.
-            unsafe {
-                $kernel::launch_unchecked::<I, A, O, R>(
-                    client,
-                    count,
-                    $dim,
-                    a,
-                    b,
-                    c,
-                    args.view(0),
-                    args.view(1),
-                    args.view(2),
-                    args.dims(),
-                    $crate::kernels::args::scalar::<A>(args.alpha),
-                    $crate::kernels::args::scalar::<A>(args.beta),
-                    $($ct),*
-                )
-            }
-        }
-
-        fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
-            config: &Self::Config,
-            kernel: $crate::kernels::Expand,
-        ) -> CubeDim {
-            let $config = config;
-            #[allow(unused_variables)]
-            let $layouts = kernel.layouts;
-            let t = kernel.typed::<I, A, O>();
-            let [va, vb, vc] = t.views;
-            $kernel::expand::<I, A, O>(
-                t.scope, t.a, t.b, t.c, va, vb, vc, t.dims, t.alpha, t.beta,
-                $($ct),*
-            );
-            $dim
-        }
-    };
-}
-pub(crate) use glue;
-
-/// [`glue!`] for a kernel that reads A and B as vectors (its `Size` parameters `NA` and `NB`)
-/// and takes its configuration, `line_a` and `line_b` as comptime arguments: the widths come
-/// from `Args::line`, B's narrowed to 1 where it does not divide the unit's `tn` columns.
-macro_rules! glue_lines {
-    ($kernel:ident, |$config:ident| dim: $dim:expr) => {
-        fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
-            config: &Self::Config,
-            launch: $crate::kernels::Launch<'_, R>,
-        ) {
-            let $crate::kernels::Launch {
-                client,
-                count,
-                buffers: [a, b, c],
-                args,
-            } = launch;
-            let $config = config;
-            let (line_a, line_b) = (args.line(0, I::PACKED_BF16), args.line(1, I::PACKED_BF16));
-            let line_b = if $config.tn.is_multiple_of(line_b) {
-                line_b
-            } else {
-                1
-            };
-            // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
-            // covers C once, every access is clamped to C's last row or column, vectors lie
-            // inside rows (`Args::line`), and `Plan::check` has checked the plane width of a
-            // configuration laid out for one.
-            unsafe {
-                $kernel::launch_unchecked::<I, A, O, R>(
-                    client,
-                    count,
-                    $dim,
-                    line_a as usize,
-                    line_b as usize,
-                    a,
-                    b,
-                    c,
-                    args.view(0),
-                    args.view(1),
-                    args.view(2),
-                    args.dims(),
-                    $crate::kernels::args::scalar::<A>(args.alpha),
-                    $crate::kernels::args::scalar::<A>(args.beta),
-                    *$config,
-                    line_a,
-                    line_b,
-                )
-            }
-        }
-
-        fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
-            config: &Self::Config,
-            kernel: $crate::kernels::Expand,
-        ) -> CubeDim {
-            let $config = config;
-            let line = kernel.line;
-            let mut kernel = kernel;
-            kernel.register_size::<$kernel::NA>(line as usize);
-            kernel.register_size::<$kernel::NB>(line as usize);
-            let t = kernel.typed_with::<Vector<I, $kernel::NA>, Vector<I, $kernel::NB>, A, O>();
-            let [va, vb, vc] = t.views;
-            $kernel::expand::<I, A, O, $kernel::NA, $kernel::NB>(
-                t.scope,
-                line as usize,
-                line as usize,
-                t.a,
-                t.b,
-                t.c,
-                va,
-                vb,
-                vc,
-                t.dims,
-                t.alpha,
-                t.beta,
-                *$config,
-                line,
-                line,
-            );
-            $dim
-        }
-    };
-}
-pub(crate) use glue_lines;
-
-/// [`glue!`] for a kernel that stages A and B through shared memory in vectors of a fixed
-/// `$width` (its `Size` parameter `N`) and takes its configuration and the operands'
-/// [`args::Layouts`] as comptime arguments.
-macro_rules! glue_staged {
-    ($kernel:ident, $width:expr, |$config:ident| dim: $dim:expr) => {
-        fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
-            config: &Self::Config,
-            launch: $crate::kernels::Launch<'_, R>,
-        ) {
-            let $crate::kernels::Launch {
-                client,
-                count,
-                buffers: [a, b, c],
-                args,
-            } = launch;
-            let $config = config;
-            // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
-            // covers C once, and every access is guarded by m, n and the slab's end.
-            unsafe {
-                $kernel::launch_unchecked::<I, A, O, R>(
-                    client,
-                    count,
-                    $dim,
-                    $width as usize,
-                    a,
-                    b,
-                    c,
-                    args.view(0),
-                    args.view(1),
-                    args.view(2),
-                    args.dims(),
-                    $crate::kernels::args::scalar::<A>(args.alpha),
-                    $crate::kernels::args::scalar::<A>(args.beta),
-                    *$config,
-                    args.layouts(),
-                )
-            }
-        }
-
-        fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
-            config: &Self::Config,
-            kernel: $crate::kernels::Expand,
-        ) -> CubeDim {
-            let $config = config;
-            let layouts = kernel.layouts;
-            let mut kernel = kernel;
-            kernel.register_size::<$kernel::N>($width as usize);
-            let t = kernel.typed::<I, A, O>();
-            let [va, vb, vc] = t.views;
-            $kernel::expand::<I, A, O, $kernel::N>(
-                t.scope,
-                $width as usize,
-                t.a,
-                t.b,
-                t.c,
-                va,
-                vb,
-                vc,
-                t.dims,
-                t.alpha,
-                t.beta,
-                *$config,
-                layouts,
-            );
-            $dim
-        }
-    };
-}
-pub(crate) use glue_staged;
 
 /// Reads `key=value:...` settings: the values of `keys`, in that order, each given once. (Not
 /// commas: lists of kernels are comma-separated.)

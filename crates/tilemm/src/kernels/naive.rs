@@ -8,8 +8,8 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store, Dims, View};
-use super::{LaunchShape, Rung, SquareBlock};
+use super::args::{at, load, store, GemmArgs};
+use super::{Expand, Launch, LaunchShape, Rung, SquareBlock};
 use crate::problem::Problem;
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, one unit per entry, batch entry
@@ -20,13 +20,14 @@ pub fn naive_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let col = ABSOLUTE_POS_X;
     let row = ABSOLUTE_POS_Y;
     let batch = CUBE_POS_Z + dims.batch_begin;
@@ -85,6 +86,37 @@ impl Rung for Naive {
         SquareBlock(config.tpb).shape(problem, 0, 1)
     }
 
-    super::glue!(naive_matmul, |config, layouts| dim: CubeDim::new_2d(config.tpb, config.tpb),
-        comptime: ());
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &NaiveConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, and every access is guarded by m, n and the slab's end.
+        unsafe {
+            naive_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_2d(config.tpb, config.tpb),
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &NaiveConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let t = kernel.typed::<I, A, O>();
+        naive_matmul::expand::<I, A, O>(t.scope, t.a, t.b, t.c, t.args);
+        CubeDim::new_2d(config.tpb, config.tpb)
+    }
 }

@@ -32,7 +32,7 @@ use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, Dims, Layouts, View};
+use super::args::{at, Dims, Layouts, View, GemmArgs};
 use super::mma::{
     copy_plan, copy_tile, copy_width, stage_operand, store_width, CopyPlan, StagedTile, Swizzle,};
 use super::{Compiler, LaunchShape, Rung};
@@ -504,12 +504,7 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
     a: &Array<F>,
     b: &Array<F>,
     c: &mut Array<Vector<O, NC>>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: F,
-    beta: F,
+    args: GemmArgs<F>,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
     #[comptime] width_a: u32,
@@ -517,6 +512,12 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
     #[comptime] width_c: u32,
     #[comptime] asynchronous: bool,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
     let units = comptime!(config.units());
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
@@ -905,12 +906,7 @@ impl Rung for Pipelined {
                 a,
                 b,
                 c,
-                args.view(0),
-                args.view(1),
-                args.view(2),
-                args.dims(),
-                super::args::scalar::<A>(args.alpha),
-                super::args::scalar::<A>(args.beta),
+                args.gemm::<A, R>(),
                 *config,
                 args.layouts(),
                 width_a,
@@ -931,19 +927,13 @@ impl Rung for Pipelined {
         // The fast path: 16-byte copies of both operands, C in 4-vectors.
         kernel.register_size::<pipelined_matmul::NC>(VECTOR as usize);
         let t = kernel.typed_with::<A, A, A, Vector<O, pipelined_matmul::NC>>();
-        let [va, vb, vc] = t.views;
         pipelined_matmul::expand::<A, O, pipelined_matmul::NC>(
             t.scope,
             VECTOR as usize,
             t.a,
             t.b,
             t.c,
-            va,
-            vb,
-            vc,
-            t.dims,
-            t.alpha,
-            t.beta,
+            t.args,
             *config,
             layouts,
             VECTOR,

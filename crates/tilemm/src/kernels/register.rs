@@ -11,8 +11,8 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, outer_products, store_tile, Dims, View};
-use super::{Compiler, LaunchShape, Rung};
+use super::args::{at, fetch, outer_products, store_tile, GemmArgs};
+use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
 /// Steps of K unrolled in the main loop; the remainder runs one step at a time. A multiple of
@@ -28,16 +28,17 @@ pub fn register_matmul<I: GemmInput, A: Float + CubeElement, O: Float, NA: Size,
     a: &Array<Vector<I, NA>>,
     b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: RegisterConfig,
     #[comptime] line_a: u32,
     #[comptime] line_b: u32,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (tm, tn) = comptime!((config.tm, config.tn));
     let row0 = (CUBE_POS_Y * CUBE_DIM_Y + UNIT_POS_Y) * tm;
     let col0 = (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X) * tn;
@@ -184,5 +185,60 @@ impl Rung for Register {
         )
     }
 
-    super::glue_lines!(register_matmul, |config| dim: CubeDim::new_2d(config.side, config.side));
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &RegisterConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        let (line_a, line_b) = args.unit_lines(config.tn, I::PACKED_BF16);
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, every access is clamped to C's last row or column, vectors lie inside rows
+        // (`Args::line`), and `Plan::check` has checked the plane width of a configuration laid
+        // out for one.
+        unsafe {
+            register_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_2d(config.side, config.side),
+                line_a as usize,
+                line_b as usize,
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config,
+                line_a,
+                line_b,
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &RegisterConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let line = kernel.line;
+        let mut kernel = kernel;
+        kernel.register_size::<register_matmul::NA>(line as usize);
+        kernel.register_size::<register_matmul::NB>(line as usize);
+        let t = kernel.typed_with::<Vector<I, register_matmul::NA>, Vector<I, register_matmul::NB>, A, O>();
+        register_matmul::expand::<I, A, O, register_matmul::NA, register_matmul::NB>(
+            t.scope,
+            line as usize,
+            line as usize,
+            t.a,
+            t.b,
+            t.c,
+            t.args,
+            *config,
+            line,
+            line,
+        );
+        CubeDim::new_2d(config.side, config.side)
+    }
 }

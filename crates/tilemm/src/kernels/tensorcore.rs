@@ -26,7 +26,7 @@ use cubecl::cmma::{self, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, store, Dims, Layouts, View};
+use super::args::{at, fetch, store, Layouts, View, GemmArgs};
 use super::stage::Tiles;
 use super::{Compiler, FragmentLoads, LaunchShape, Rung};
 use crate::device::DeviceInfo;
@@ -43,18 +43,19 @@ pub fn tensorcore_matmul<I: GemmInput, A: Float + CubeElement, O: Float, F: Floa
     a: &Array<Vector<I, NA>>,
     b: &Array<Vector<I, NB>>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: TensorcoreConfig,
     #[comptime] layouts: Layouts,
     #[comptime] staging: Layouts,
     #[comptime] line_a: u32,
     #[comptime] line_b: u32,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (fm, fn_, fk) = comptime!((config.m, config.n, config.k));
     let (bm, bn) = comptime!((config.bm(), config.bn()));
     let units = comptime!(config.units());
@@ -614,12 +615,7 @@ impl Rung for Tensorcore {
                         a,
                         b,
                         c,
-                        args.view(0),
-                        args.view(1),
-                        args.view(2),
-                        args.dims(),
-                        super::args::scalar::<A>(args.alpha),
-                        super::args::scalar::<A>(args.beta),
+                        args.gemm::<A, R>(),
                         *config,
                         layouts,
                         staging,
@@ -655,7 +651,6 @@ impl Rung for Tensorcore {
         kernel.register_size::<tensorcore_matmul::NA>(line as usize);
         kernel.register_size::<tensorcore_matmul::NB>(line as usize);
         let t = kernel.typed_with::<Vector<I, tensorcore_matmul::NA>, Vector<I, tensorcore_matmul::NB>, A, O>();
-        let [va, vb, vc] = t.views;
         macro_rules! go {
             ($f:ty) => {
                 tensorcore_matmul::expand::<I, A, O, $f, tensorcore_matmul::NA, tensorcore_matmul::NB>(
@@ -665,12 +660,7 @@ impl Rung for Tensorcore {
                     t.a,
                     t.b,
                     t.c,
-                    va,
-                    vb,
-                    vc,
-                    t.dims,
-                    t.alpha,
-                    t.beta,
+                    t.args,
                     *config,
                     layouts,
                     staging,

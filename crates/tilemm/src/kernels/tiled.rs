@@ -11,8 +11,8 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store, Dims, View};
-use super::{LaunchShape, Rung, SquareBlock};
+use super::args::{at, load, store, GemmArgs};
+use super::{Expand, Launch, LaunchShape, Rung, SquareBlock};
 use crate::problem::Problem;
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, launched with TPB×TPB units per cube.
@@ -23,16 +23,17 @@ pub fn tiled_matmul<I: GemmInput, A: Float + CubeElement, O: Float>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] tpb: u32,
     #[comptime] a_by_cols: bool,
     #[comptime] b_by_cols: bool,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let mut tile_a = SharedMemory::<A>::new(comptime!((tpb * tpb) as usize));
     let mut tile_b = SharedMemory::<A>::new(comptime!((tpb * tpb) as usize));
 
@@ -117,6 +118,40 @@ impl Rung for Tiled {
         SquareBlock(config.tpb).shape(problem, shared, config.tpb)
     }
 
-    super::glue!(tiled_matmul, |config, layouts| dim: CubeDim::new_2d(config.tpb, config.tpb),
-        comptime: (config.tpb, layouts.a_by_cols, layouts.b_by_cols));
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &TiledConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        let layouts = args.layouts();
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, and every access is guarded by m, n and the slab's end.
+        unsafe {
+            tiled_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_2d(config.tpb, config.tpb),
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                config.tpb, layouts.a_by_cols, layouts.b_by_cols,
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &TiledConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let layouts = kernel.layouts;
+        let t = kernel.typed::<I, A, O>();
+        tiled_matmul::expand::<I, A, O>(t.scope, t.a, t.b, t.c, t.args, config.tpb, layouts.a_by_cols, layouts.b_by_cols);
+        CubeDim::new_2d(config.tpb, config.tpb)
+    }
 }

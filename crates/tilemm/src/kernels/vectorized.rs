@@ -8,8 +8,8 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store_tile, Dims, Layouts, View};
-use super::{Compiler, LaunchShape, Rung};
+use super::args::{at, load, store_tile, Dims, Layouts, View, GemmArgs};
+use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
 /// Elements per vector in the shared tiles.
@@ -104,15 +104,16 @@ pub fn vectorized_matmul<I: GemmInput, A: Float + CubeElement, O: Float, N: Size
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: VectorizedConfig,
     #[comptime] layouts: Layouts,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (bm4, bn4, bk) = comptime!((config.bm / WIDTH, config.bn / WIDTH, config.bk));
     let (tm, tn) = comptime!((config.tm, config.tn));
     let (tm4, tn4) = comptime!((tm / WIDTH, tn / WIDTH));
@@ -288,5 +289,52 @@ impl Rung for Vectorized {
         )
     }
 
-    super::glue_staged!(vectorized_matmul, WIDTH, |config| dim: CubeDim::new_2d(config.bn / config.tn, config.bm / config.tm));
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &VectorizedConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, and every access is guarded by m, n and the slab's end.
+        unsafe {
+            vectorized_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_2d(config.bn / config.tn, config.bm / config.tm),
+                WIDTH as usize,
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config,
+                args.layouts(),
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &VectorizedConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let layouts = kernel.layouts;
+        let mut kernel = kernel;
+        kernel.register_size::<vectorized_matmul::N>(WIDTH as usize);
+        let t = kernel.typed::<I, A, O>();
+        vectorized_matmul::expand::<I, A, O, vectorized_matmul::N>(
+            t.scope,
+            WIDTH as usize,
+            t.a,
+            t.b,
+            t.c,
+            t.args,
+            *config,
+            layouts,
+        );
+        CubeDim::new_2d(config.bn / config.tn, config.bm / config.tm)
+    }
 }

@@ -19,9 +19,9 @@ use super::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, store, Dims, Layouts, View};
+use super::args::{at, store, Layouts, GemmArgs};
 use super::vectorized::{fetch_tile, put_tile};
-use super::{Compiler, LaunchShape, Rung};
+use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
 /// Elements per vector in the shared tiles.
@@ -35,15 +35,16 @@ pub fn warptile_matmul<I: GemmInput, A: Float + CubeElement, O: Float, N: Size>(
     a: &Array<I>,
     b: &Array<I>,
     c: &mut Array<O>,
-    va: View,
-    vb: View,
-    vc: View,
-    dims: Dims,
-    alpha: A,
-    beta: A,
+    args: GemmArgs<A>,
     #[comptime] config: WarptileConfig,
     #[comptime] layouts: Layouts,
 ) {
+    let va = args.va;
+    let vb = args.vb;
+    let vc = args.vc;
+    let dims = args.dims;
+    let alpha = args.alpha;
+    let beta = args.beta;
     let (bm, bn, bk, units) = comptime!((config.bm, config.bn, config.bk, config.units()));
     let (bm4, bn4) = comptime!((bm / WIDTH, bn / WIDTH));
     let (wm, wn, warp) = comptime!((config.wm, config.wn, config.warp));
@@ -313,5 +314,52 @@ impl Rung for Warptile {
         )
     }
 
-    super::glue_staged!(warptile_matmul, WIDTH, |config| dim: CubeDim::new_1d(config.units()));
+    fn launch<R: Runtime, I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &WarptileConfig,
+        launch: Launch<'_, R>,
+    ) {
+        let Launch {
+            client,
+            count,
+            buffers: [a, b, c],
+            args,
+        } = launch;
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, and every access is guarded by m, n and the slab's end.
+        unsafe {
+            warptile_matmul::launch_unchecked::<I, A, O, R>(
+                client,
+                count,
+                CubeDim::new_1d(config.units()),
+                WIDTH as usize,
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config,
+                args.layouts(),
+            )
+        }
+    }
+
+    fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+        config: &WarptileConfig,
+        kernel: Expand,
+    ) -> CubeDim {
+        let layouts = kernel.layouts;
+        let mut kernel = kernel;
+        kernel.register_size::<warptile_matmul::N>(WIDTH as usize);
+        let t = kernel.typed::<I, A, O>();
+        warptile_matmul::expand::<I, A, O, warptile_matmul::N>(
+            t.scope,
+            WIDTH as usize,
+            t.a,
+            t.b,
+            t.c,
+            t.args,
+            *config,
+            layouts,
+        );
+        CubeDim::new_1d(config.units())
+    }
 }
