@@ -716,14 +716,31 @@ fn bench_measures_other_dtypes_and_each_gpu_row_against_the_peak_given() {
     assert_refused(&["bench", "--dtype", "f8"], &["--dtype"]);
 }
 
+/// Whether the device `run` takes by default has tf32 matrix units, as `tilemm devices --json`
+/// says.
+fn default_device_has_tf32() -> bool {
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&tilemm(&["devices", "--json"]))).unwrap();
+    let chosen = &v["default"];
+    let Some(index) = chosen["index"].as_u64() else {
+        return false;
+    };
+    let entry = v["backends"]
+        .as_array()
+        .and_then(|b| b.iter().find(|e| e["backend"] == chosen["backend"]))
+        .unwrap_or_else(|| panic!("the default backend is not listed: {v}"));
+    entry["devices"][index as usize]["types"]["tf32"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("no tf32 entry in {v}"))
+}
+
 #[test]
 fn tf32_is_refused_in_one_line_where_there_are_no_tf32_matrix_units() {
-    // Lavapipe has no tf32 unit, and neither has the CPU path: nothing would compute tf32, and
-    // f32 must not be passed off as it.
-    for args in [
-        &["run", "--dtype", "tf32", "-m", "16", "-k", "16", "-n", "16"][..],
-        &["run", "--dtype", "tf32", "--backend", "cpu"],
-        &["bench", "--dtype", "tf32", "--sizes", "16", "--repeat", "1"],
+    // The CPU path has no tf32 unit: nothing would compute tf32, and f32 must not be passed
+    // off as it.
+    let refused = ["cannot compute in tf32", "tf32 matrix units", "--dtype f32"];
+    assert_refused(&["run", "--dtype", "tf32", "--backend", "cpu"], &refused);
+    assert_refused(
         &[
             "bench",
             "--dtype",
@@ -733,13 +750,26 @@ fn tf32_is_refused_in_one_line_where_there_are_no_tf32_matrix_units() {
             "--sizes",
             "16",
         ],
-    ] {
-        assert_refused(
-            args,
-            &["cannot compute in tf32", "tf32 matrix units", "--dtype f32"],
-        );
-    }
+        &refused,
+    );
     assert_refused(&["run", "--dtype", "tf33"], &["tf32"]);
+    // The default device: refused where it has no tf32 units (lavapipe, in CI), computed and
+    // labelled tf32 where it has them (NVIDIA from sm_80 through CUDA).
+    let run = ["run", "--dtype", "tf32", "-m", "16", "-k", "16", "-n", "16"];
+    let bench = ["bench", "--dtype", "tf32", "--sizes", "16", "--repeat", "1"];
+    if default_device_has_tf32() {
+        eprintln!("branch: the default device has tf32 units; tf32 runs");
+        for args in [&run[..], &bench[..]] {
+            let out = tilemm(args);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+            assert!(stdout(&out).contains("tf32"), "{args:?}: {}", stdout(&out));
+        }
+    } else {
+        eprintln!("branch: the default device has no tf32 units; tf32 is refused");
+        for args in [&run[..], &bench[..]] {
+            assert_refused(args, &refused);
+        }
+    }
 }
 
 #[test]

@@ -24,6 +24,7 @@ use crate::kernels::{Compiler, Config, Kernel};
 use crate::plan::Plan;
 use crate::problem::{Layout, MatrixDesc, Problem};
 use crate::runtime::backend::GpuSession;
+use crate::runtime::timing::Samples;
 use crate::types::element::HostData;
 use crate::verify::Reference;
 
@@ -208,7 +209,7 @@ pub struct TuneKey {
 /// The vector widths `problem` (as given) is read in, on its canonical form.
 fn lines_of(problem: &Problem, packed: bool) -> [u32; 2] {
     let args = crate::kernels::args::Args::new(&problem.canonical().0);
-    [args.line(0, packed), args.line(1, packed)]
+    args.lines(packed)
 }
 
 impl TuneKey {
@@ -769,32 +770,26 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             break;
         }
         tried.push(plan.config.to_string());
-        // The first launch compiles; a tiny one, so that a slow kernel costs its compile only
-        // once.
-        let runs = gpu.compile(plan, &proxy).and_then(|_| {
-            let time = || -> Result<f64> {
-                let d = gpu.profile(|| gpu.enqueue(&proxy, plan, &a, &b, &c).map(|_| ()))?;
-                Ok(d.as_secs_f64() * 1e3)
-            };
+        // Scheduled and checked once. The first launch compiles; a tiny one, so that a slow
+        // kernel costs its compile only once.
+        let schedule = gpu.schedule(&proxy, plan);
+        let runs = schedule.and_then(|schedule| {
+            gpu.compile_scheduled(&schedule)?;
+            let time = || gpu.time_ms(|| gpu.enqueue_scheduled(&schedule, &a, &b, &c).map(|_| ()));
             // One run is enough to drop a candidate twice as slow as the best.
-            let mut runs = vec![time()?];
-            if runs[0] < 2.0 * best {
-                for _ in 0..4 {
-                    runs.push(time()?);
-                }
+            let mut runs = Samples::take(1, time)?;
+            if runs.min() < 2.0 * best {
+                runs.extend(4, time)?;
             }
             Ok(runs)
         });
         match runs {
-            Ok(mut runs) => {
-                runs.sort_by(f64::total_cmp);
-                timed.push(Timed {
-                    plan: *plan,
-                    median_ms: runs[runs.len() / 2],
-                    min_ms: runs[0],
-                    runs: runs.len(),
-                });
-            }
+            Ok(runs) => timed.push(Timed {
+                plan: *plan,
+                median_ms: runs.median(),
+                min_ms: runs.min(),
+                runs: runs.0.len(),
+            }),
             Err(e) => skip(&mut notes, plan, e),
         }
     }

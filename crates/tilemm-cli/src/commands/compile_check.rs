@@ -34,7 +34,7 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     };
     compile_check::preflight(&args.archs, &tools)?;
     if !args.json {
-        say!("{}", compile_check::TABLE_HEADER);
+        say!("{}", compile_check::Row::TABLE_HEADER);
     }
     let mut via_rocwmma = false;
     let mut rows = Vec::new();

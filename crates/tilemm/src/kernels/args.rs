@@ -69,14 +69,26 @@ pub fn at(view: &View, batch: u32, i: u32, j: u32) -> usize {
 pub trait GemmInput: Scalar {
     /// Whether the buffer holds bf16 values packed two to a u32.
     const PACKED_BF16: bool = false;
+    /// The type matrix-unit fragments hold these values in: their own (bf16 for packed bf16).
+    /// The rungs built on matrix units compute f16 and bf16 inputs only ([`super::Rung::computes`]).
+    type Fragment: Float;
 }
 
-impl GemmInput for f32 {}
-impl GemmInput for f64 {}
-impl GemmInput for half::f16 {}
-impl GemmInput for half::bf16 {}
+impl GemmInput for f32 {
+    type Fragment = f32;
+}
+impl GemmInput for f64 {
+    type Fragment = f64;
+}
+impl GemmInput for half::f16 {
+    type Fragment = half::f16;
+}
+impl GemmInput for half::bf16 {
+    type Fragment = half::bf16;
+}
 impl GemmInput for u32 {
     const PACKED_BF16: bool = true;
+    type Fragment = half::bf16;
 }
 
 /// An input element, widened to the accumulator's type. Packed bf16 (`I` = u32,
@@ -284,17 +296,27 @@ impl Args {
     /// vectors along its contiguous axis: A along K (row-major), B along N (row-major), with
     /// offsets, strides and the extent along that axis all multiples of it, so that no vector
     /// straddles a row or the buffer's end. 1 for packed bf16.
-    pub(crate) fn line(&self, which: usize, packed_bf16: bool) -> u32 {
+    pub(crate) fn line<I: GemmInput>(&self, which: usize) -> u32 {
         if self.views[which].col_stride != 1 {
             return 1;
         }
-        self.staging_line(which, 4, packed_bf16)
+        self.staging_line::<I>(which, 4)
+    }
+
+    /// A's and B's widths ([`Args::line`]) for inputs packed (bf16 two to a u32) or not: what
+    /// the host knows before it picks the input type.
+    pub(crate) fn lines(&self, packed: bool) -> [u32; 2] {
+        if packed {
+            [self.line::<u32>(0), self.line::<u32>(1)]
+        } else {
+            [self.line::<f32>(0), self.line::<f32>(1)]
+        }
     }
 
     /// A's and B's widths ([`Args::line`]) for a rung whose units each compute `tn` columns
     /// of C: B's narrowed to 1 where it does not divide them.
-    pub(crate) fn unit_lines(&self, tn: u32, packed_bf16: bool) -> (u32, u32) {
-        let (line_a, line_b) = (self.line(0, packed_bf16), self.line(1, packed_bf16));
+    pub(crate) fn unit_lines<I: GemmInput>(&self, tn: u32) -> (u32, u32) {
+        let (line_a, line_b) = (self.line::<I>(0), self.line::<I>(1));
         (line_a, if tn.is_multiple_of(line_b) { line_b } else { 1 })
     }
 
@@ -304,14 +326,14 @@ impl Args {
     /// along that axis (K's within this slab) all multiples of it, so that every vector lies
     /// wholly inside the operand or wholly outside, and a tile starting at a multiple of it
     /// along that axis reads whole vectors. 1 for a strided operand or packed bf16.
-    pub(crate) fn staging_line(&self, which: usize, widest: u32, packed_bf16: bool) -> u32 {
+    pub(crate) fn staging_line<I: GemmInput>(&self, which: usize, widest: u32) -> u32 {
         let d = &self.views[which];
         let by_cols = match d.layout() {
             crate::problem::Layout::RowMajor => false,
             crate::problem::Layout::ColMajor => true,
             crate::problem::Layout::Strided => return 1,
         };
-        if packed_bf16 {
+        if I::PACKED_BF16 {
             return 1;
         }
         // A's rows run along K, B's along N; their columns along M and K.
@@ -408,39 +430,39 @@ mod tests {
         let p = Shape::new(64, 48, 40).problem().unwrap();
         let args = Args::new(&p);
         // Row-major A along K (48), B along N (40); 8 is the widest asked.
-        assert_eq!(args.staging_line(0, 8, false), 8);
-        assert_eq!(args.staging_line(1, 8, false), 8);
+        assert_eq!(args.staging_line::<f32>(0, 8), 8);
+        assert_eq!(args.staging_line::<f32>(1, 8), 8);
         assert_eq!(
-            args.staging_line(1, 16, false),
+            args.staging_line::<f32>(1, 16),
             8,
             "40 is not a multiple of 16"
         );
         assert_eq!(
-            args.staging_line(0, 6, false),
+            args.staging_line::<f32>(0, 6),
             4,
             "a power of two at most 6"
         );
-        assert_eq!(args.staging_line(0, 8, true), 1, "packed bf16");
+        assert_eq!(args.staging_line::<u32>(0, 8), 1, "packed bf16");
         // A column-major runs along M (64); a padded stride of 66 allows 2.
         let mut a = MatrixDesc::row_major(48, 64);
         std::mem::swap(&mut a.rows, &mut a.cols);
         std::mem::swap(&mut a.row_stride, &mut a.col_stride);
         let mut args = Args::new(&p);
         args.views[0] = a;
-        assert_eq!(args.staging_line(0, 8, false), 8);
+        assert_eq!(args.staging_line::<f32>(0, 8), 8);
         args.views[0].col_stride = 66;
-        assert_eq!(args.staging_line(0, 8, false), 2);
+        assert_eq!(args.staging_line::<f32>(0, 8), 2);
         // An offset of 4, a slab of K from 20, a K of 45.
         let mut args = Args::new(&p);
         args.views[0].offset = 4;
-        assert_eq!(args.staging_line(0, 8, false), 4);
+        assert_eq!(args.staging_line::<f32>(0, 8), 4);
         args.views[0].offset = 0;
         args.k_range = (20, 48);
-        assert_eq!(args.staging_line(0, 8, false), 4);
+        assert_eq!(args.staging_line::<f32>(0, 8), 4);
         args.k_range = (0, 45);
-        assert_eq!(args.staging_line(0, 8, false), 1);
+        assert_eq!(args.staging_line::<f32>(0, 8), 1);
         // Strided: no axis to run along.
         args.views[1].col_stride = 2;
-        assert_eq!(args.staging_line(1, 8, false), 1);
+        assert_eq!(args.staging_line::<f32>(1, 8), 1);
     }
 }

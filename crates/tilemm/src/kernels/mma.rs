@@ -1310,36 +1310,27 @@ impl Rung for Mma {
         );
         let width_c = store_width(&args.views[2], 2);
         let dim = CubeDim::new_2d(WARP, config.wm * config.wn);
-        macro_rules! go {
-            ($f:ty) => {
-                // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
-                // covers C once, every copy and store is guarded by the operands' edges and the
-                // slab's end, 16-byte copies and 2-vectors of C are aligned (`copy_width`,
-                // `store_width`), and the device has mma.sync for this type and cp.async
-                // (`supports`).
-                unsafe {
-                    mma_matmul::launch_unchecked::<$f, A, O, R>(
-                        client,
-                        count,
-                        dim,
-                        width_c as usize,
-                        a,
-                        b,
-                        c,
-                        args.gemm::<A, R>(),
-                        *config,
-                        args.layouts(),
-                        width_a,
-                        width_b,
-                        width_c,
-                    )
-                }
-            };
-        }
-        if is::<I, half::bf16>() {
-            go!(half::bf16)
-        } else {
-            go!(half::f16)
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, every copy and store is guarded by the operands' edges and the slab's end,
+        // 16-byte copies and 2-vectors of C are aligned (`copy_width`, `store_width`), and the
+        // device has mma.sync for this type and cp.async (`supports`). A and B are read as the
+        // fragments' type, their own (`computes` takes f16 and bf16 only).
+        unsafe {
+            mma_matmul::launch_unchecked::<I::Fragment, A, O, R>(
+                client,
+                count,
+                dim,
+                width_c as usize,
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config,
+                args.layouts(),
+                width_a,
+                width_b,
+                width_c,
+            )
         }
     }
 
@@ -1352,25 +1343,12 @@ impl Rung for Mma {
         // The fast path: 16-byte copies of both operands, C in 2-vectors.
         let width = CHUNK_BYTES / 2;
         kernel.register_size::<mma_matmul::NC>(2);
-        macro_rules! go {
-            ($f:ty) => {{
-                let t = kernel.typed_with::<$f, $f, A, Vector<O, mma_matmul::NC>>();
-                mma_matmul::expand::<$f, A, O, mma_matmul::NC>(
-                    t.scope, 2, t.a, t.b, t.c, t.args, *config, layouts, width, width, 2,
-                )
-            }};
-        }
-        if is::<I, half::bf16>() {
-            go!(half::bf16)
-        } else {
-            go!(half::f16)
-        }
+        let t = kernel.typed_with::<I::Fragment, I::Fragment, A, Vector<O, mma_matmul::NC>>();
+        mma_matmul::expand::<I::Fragment, A, O, mma_matmul::NC>(
+            t.scope, 2, t.a, t.b, t.c, t.args, *config, layouts, width, width, 2,
+        );
         CubeDim::new_2d(WARP, config.wm * config.wn)
     }
-}
-
-fn is<T: 'static, U: 'static>() -> bool {
-    std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>()
 }
 
 #[cfg(test)]

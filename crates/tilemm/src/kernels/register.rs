@@ -195,7 +195,7 @@ impl Rung for Register {
             buffers: [a, b, c],
             args,
         } = launch;
-        let (line_a, line_b) = args.unit_lines(config.tn, I::PACKED_BF16);
+        let (line_a, line_b) = args.unit_lines::<I>(config.tn);
         // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
         // once, every access is clamped to C's last row or column, vectors lie inside rows
         // (`Args::line`), and `Plan::check` has checked the plane width of a configuration laid

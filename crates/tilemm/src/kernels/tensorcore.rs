@@ -597,40 +597,30 @@ impl Rung for Tensorcore {
             TensorcoreConfig::staging(layouts, FragmentLoads::of_runtime(R::name(client)));
         let dim = CubeDim::new_2d(config.plane, config.wm * config.wn);
         let widest = staging_width::<I>(client.properties().hardware.max_vector_size);
-        let line_a = args.staging_line(0, widest, I::PACKED_BF16);
-        let line_b = args.staging_line(1, widest, I::PACKED_BF16);
-        macro_rules! go {
-            ($f:ty) => {
-                // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid
-                // covers C once, staging is guarded by C's edges and the slab's end, vectors
-                // lie wholly inside an operand or outside (`staging_line`), and the device
-                // registers this fragment shape and plane width (`supports`).
-                unsafe {
-                    tensorcore_matmul::launch_unchecked::<I, A, O, $f, R>(
-                        client,
-                        count,
-                        dim,
-                        line_a as usize,
-                        line_b as usize,
-                        a,
-                        b,
-                        c,
-                        args.gemm::<A, R>(),
-                        *config,
-                        layouts,
-                        staging,
-                        line_a,
-                        line_b,
-                    )
-                }
-            };
-        }
-        // The fragments hold the inputs' own type (bf16 also when it arrives packed in u32
-        // words); `supports` refuses every other.
-        if I::PACKED_BF16 || is_bf16::<I>() {
-            go!(half::bf16)
-        } else {
-            go!(half::f16)
+        let line_a = args.staging_line::<I>(0, widest);
+        let line_b = args.staging_line::<I>(1, widest);
+        // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
+        // once, staging is guarded by C's edges and the slab's end, vectors lie wholly inside
+        // an operand or outside (`staging_line`), and the device registers this fragment shape
+        // and plane width (`supports`). The fragments hold the inputs' own type (bf16 also when
+        // it arrives packed in u32 words); `computes` refuses every other.
+        unsafe {
+            tensorcore_matmul::launch_unchecked::<I, A, O, I::Fragment, R>(
+                client,
+                count,
+                dim,
+                line_a as usize,
+                line_b as usize,
+                a,
+                b,
+                c,
+                args.gemm::<A, R>(),
+                *config,
+                layouts,
+                staging,
+                line_a,
+                line_b,
+            )
         }
     }
 
@@ -651,29 +641,20 @@ impl Rung for Tensorcore {
         kernel.register_size::<tensorcore_matmul::NA>(line as usize);
         kernel.register_size::<tensorcore_matmul::NB>(line as usize);
         let t = kernel.typed_with::<Vector<I, tensorcore_matmul::NA>, Vector<I, tensorcore_matmul::NB>, A, O>();
-        macro_rules! go {
-            ($f:ty) => {
-                tensorcore_matmul::expand::<I, A, O, $f, tensorcore_matmul::NA, tensorcore_matmul::NB>(
-                    t.scope,
-                    line as usize,
-                    line as usize,
-                    t.a,
-                    t.b,
-                    t.c,
-                    t.args,
-                    *config,
-                    layouts,
-                    staging,
-                    line,
-                    line,
-                )
-            };
-        }
-        if I::PACKED_BF16 || is_bf16::<I>() {
-            go!(half::bf16)
-        } else {
-            go!(half::f16)
-        }
+        tensorcore_matmul::expand::<I, A, O, I::Fragment, tensorcore_matmul::NA, tensorcore_matmul::NB>(
+            t.scope,
+            line as usize,
+            line as usize,
+            t.a,
+            t.b,
+            t.c,
+            t.args,
+            *config,
+            layouts,
+            staging,
+            line,
+            line,
+        );
         CubeDim::new_2d(config.plane, config.wm * config.wn)
     }
 }
@@ -683,10 +664,6 @@ impl Rung for Tensorcore {
 fn staging_width<I: GemmInput>(max_vector_size: usize) -> u32 {
     let per_16_bytes = 16 / std::mem::size_of::<I>().max(1);
     per_16_bytes.min(max_vector_size).max(1) as u32
-}
-
-fn is_bf16<I: 'static>() -> bool {
-    std::any::TypeId::of::<I>() == std::any::TypeId::of::<half::bf16>()
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::runtime::backend::GpuSession;
 use crate::runtime::gpu::DeviceMatrix;
+use crate::runtime::timing::Samples;
 use crate::verify::{Reference, ReferencePlan};
 
 /// One problem's operands and reference, measured by every implementation in turn.
@@ -66,37 +67,36 @@ pub struct Measurement {
     pub verified: bool,
 }
 
-pub(crate) fn measurement(
+/// The one way an implementation is measured: `warm_up` runs it once (JIT compilation,
+/// thread-pool start) and says whether its result met the bound; then `repeat` runs of `run`,
+/// each returning its own time in milliseconds, taken as `timing` says.
+pub(crate) fn measured(
     implementation: String,
     problem: &Problem,
     timing: &'static str,
-    samples_ms: Vec<f64>,
-    verified: bool,
-) -> Measurement {
-    let mut sorted = samples_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median_ms = if sorted.len() % 2 == 1 {
-        sorted[sorted.len() / 2]
-    } else {
-        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
-    };
-    Measurement {
+    repeat: usize,
+    warm_up: impl FnOnce() -> Result<bool>,
+    run: impl FnMut() -> Result<f64>,
+) -> Result<Measurement> {
+    let verified = warm_up()?;
+    let samples = Samples::take(repeat.max(1), run)?;
+    Ok(Measurement {
         implementation,
         problem: *problem,
         computed: problem.precision,
         timing,
-        min_ms: sorted[0],
-        gflops: problem.flops() / (median_ms * 1e-3) / 1e9,
+        min_ms: samples.min(),
+        median_ms: samples.median(),
+        gflops: problem.flops() / (samples.median() * 1e-3) / 1e9,
         percent_of_peak: None,
-        median_ms,
-        samples_ms,
+        samples_ms: samples.0,
         verified,
-    }
+    })
 }
 
-/// Times `launch` (enqueueing C = α·A·B + β·C on its A, B and C and returning the roundings
-/// of C it makes) on `work`'s matrices made resident: one warm-up launch, whose result is
-/// downloaded and verified, then `repeat` launches timed on the device. The one way every GPU
+/// Measures `launch` (enqueueing C = α·A·B + β·C on its A, B and C and returning the roundings
+/// of C it makes) on `work`'s matrices made resident: the warm-up launch's result is
+/// downloaded and verified, the later launches timed on the device. How every GPU
 /// implementation, rung or peer, is measured.
 pub(crate) fn resident(
     gpu: &GpuSession,
@@ -113,40 +113,26 @@ pub(crate) fn resident(
     let a = gpu.upload(&operands.a)?;
     let b = gpu.upload(&operands.b)?;
     let c = gpu.output(problem, operands.c0.as_ref())?;
-    let passes = launch(&a, &b, &c)?;
-    let result = gpu.download(&c)?;
-    let verified = reference.check_passes(&result, passes)?.pass;
-    drop(result);
-    let mut samples = Vec::with_capacity(repeat);
-    for _ in 0..repeat.max(1) {
-        // C keeps changing when β ≠ 0; the time does not depend on its values.
-        let time = gpu.profile(|| launch(&a, &b, &c).map(|_| ()))?;
-        samples.push(time.as_secs_f64() * 1e3);
-    }
-    let timing = if gpu.has_device_timestamps() {
-        "device timestamps"
-    } else {
-        "host clock"
+    let warm_up = || {
+        let passes = launch(&a, &b, &c)?;
+        Ok(reference.check_passes(&gpu.download(&c)?, passes)?.pass)
     };
-    Ok(measurement(
-        implementation,
-        problem,
-        timing,
-        samples,
-        verified,
-    ))
+    // C keeps changing when β ≠ 0; the time does not depend on its values.
+    let run = || gpu.time_ms(|| launch(&a, &b, &c).map(|_| ()));
+    measured(implementation, problem, gpu.timing(), repeat, warm_up, run)
 }
 
 /// Times the kernels of `plan` on resident matrices (uploaded once), `repeat` times after one
-/// warm-up run whose result is downloaded and verified.
+/// warm-up run whose result is downloaded and verified. The plan is scheduled and checked once.
 pub fn gpu_kernel(
     gpu: &GpuSession,
     work: &Workload,
     plan: &Plan,
     repeat: usize,
 ) -> Result<Measurement> {
+    let schedule = gpu.schedule(&work.problem, plan)?;
     resident(gpu, work, plan.to_string(), repeat, |a, b, c| {
-        gpu.enqueue(&work.problem, plan, a, b, c)
+        gpu.enqueue_scheduled(&schedule, a, b, c)
             .map(|launches| launches.k_slabs as usize)
     })
 }
@@ -158,23 +144,20 @@ pub fn cpu_gemm(work: &Workload, repeat: usize) -> Result<Measurement> {
         operands: Operands { a, b, c0 },
         reference,
     } = work;
-    let verified = reference
-        .check(&cpu::product(problem, a, b, c0.as_ref())?)?
-        .pass;
-    let mut samples = Vec::with_capacity(repeat);
-    for _ in 0..repeat.max(1) {
+    let product = || cpu::product(problem, a, b, c0.as_ref());
+    let run = || {
         let start = Instant::now();
-        let c = cpu::product(problem, a, b, c0.as_ref())?;
-        samples.push(start.elapsed().as_secs_f64() * 1e3);
-        drop(c);
-    }
-    let mut m = measurement(
+        drop(product()?);
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
+    let mut m = measured(
         format!("cpu ({}, {} threads)", cpu::CPU_GEMM, cpu::threads()),
         problem,
         "host clock",
-        samples,
-        verified,
-    );
+        repeat,
+        || Ok(reference.check(&product()?)?.pass),
+        run,
+    )?;
     // tf32 inputs are multiplied in f32 here.
     m.computed.input = m.computed.input.storage();
     Ok(m)
@@ -194,13 +177,5 @@ mod tests {
         assert_eq!(m.samples_ms.len(), 3);
         assert!(m.min_ms <= m.median_ms && m.median_ms > 0.0);
         assert!(m.verified);
-    }
-
-    #[test]
-    fn median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        let p = Problem::new(1, 1, 1).unwrap();
-        let m = measurement("x".into(), &p, "host clock", vec![4.0, 1.0, 3.0, 2.0], true);
-        assert_eq!(m.median_ms, 2.5);
-        assert_eq!(m.min_ms, 1.0);
     }
 }

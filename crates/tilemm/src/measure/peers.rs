@@ -16,6 +16,15 @@ use crate::error::{Error, Result};
 use crate::measure::bench::{Measurement, Workload};
 use crate::problem::DType;
 use crate::runtime::backend::GpuSession;
+#[cfg(feature = "peers")]
+use crate::{
+    error::one_line,
+    problem::Problem,
+    runtime::backend::with_session,
+    runtime::gpu::{DeviceMatrix, Session},
+};
+#[cfg(feature = "peers")]
+use cubecl::prelude::*;
 
 /// A cubek-matmul strategy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +120,7 @@ impl fmt::Display for CubekStrategy {
 }
 
 /// Whether this build has the peers (`--features peers`).
-pub const BUILT: bool = cfg!(feature = "peers");
+pub(crate) const BUILT: bool = cfg!(feature = "peers");
 
 /// Times cubek-matmul's `strategy` on `work` as [`crate::measure::bench::gpu_kernel`] times a rung: one
 /// verified warm-up run (which compiles), then `repeat` timed runs on resident matrices.
@@ -133,7 +142,7 @@ pub fn cubek(
             let b = gpu.upload(&work.operands.b)?;
             let c = gpu.output(problem, None)?;
             let cmma = CubekStrategy::SimpleCmma;
-            let ran = match gpu.cubek(&cmma.strategy(), problem, [&a, &b, &c]) {
+            let ran = match run_cubek(gpu, &cmma.strategy(), problem, [&a, &b, &c]) {
                 Ok(()) => cmma,
                 Err(_) => CubekStrategy::SimpleUnit,
             };
@@ -151,8 +160,88 @@ pub fn cubek(
     }
     let cubek = resolved.strategy();
     crate::measure::bench::resident(gpu, work, name, repeat, |a, b, c| {
-        gpu.cubek(&cubek, problem, [a, b, c]).map(|()| 1)
+        run_cubek(gpu, &cubek, problem, [a, b, c]).map(|()| 1)
     })
+}
+
+/// Enqueues C = A·B with CubeCL's own matmul (cubek-matmul) in `strategy`, on resident
+/// matrices, row-major and contiguous, batch 1, in any of tilemm's precisions (f16 and bf16
+/// accumulate in f32 there too): what `bench` measures peers on.
+#[cfg(feature = "peers")]
+fn launch_cubek<R: cubecl::Runtime>(
+    session: &Session<R>,
+    strategy: &cubek_matmul::launch::Strategy,
+    problem: &Problem,
+    [a, b, c]: [&DeviceMatrix; 3],
+) -> Result<()> {
+    use cubek_matmul::definition::{MatmulElems, MatmulGlobalElems};
+    let dtype = problem.precision.input;
+    let plain = problem.batch == 1
+        && problem.precision == crate::problem::Precision::of(dtype)
+        && [problem.a, problem.b, problem.c]
+            .iter()
+            .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
+    if !plain {
+        return Err(Error::Baseline {
+            name: "cubek-matmul".into(),
+            reason: "measured on plain products only (batch 1, dense, row-major, one \
+                     precision)"
+                .into(),
+        });
+    }
+    // (cubek-matmul panics on a type the device lacks; tilemm packs bf16 there.)
+    if dtype == DType::BF16 && !session.info().types.bf16 {
+        return Err(Error::Baseline {
+            name: "cubek-matmul".into(),
+            reason: "it needs a bf16 type, which this device lacks".into(),
+        });
+    }
+    let tensor = |m: &DeviceMatrix, rows: usize, cols: usize| TensorBinding::<R> {
+        handle: m.handle.clone().binding(),
+        strides: [cols, 1].into(),
+        shape: [rows, cols].into(),
+        runtime: std::marker::PhantomData,
+    };
+    let element = match dtype {
+        DType::F16 => half::f16::as_type_native_unchecked(),
+        DType::BF16 => half::bf16::as_type_native_unchecked(),
+        // cubek-matmul takes tf32 as f32 data, and rounds it on its tensor-core paths.
+        DType::F32 | DType::TF32 => f32::as_type_native_unchecked(),
+        DType::F64 => f64::as_type_native_unchecked(),
+    }
+    .storage_type();
+    let (mm, k, n) = (problem.m, problem.k, problem.n);
+    let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), element);
+    let rhs = cubek_std::InputBinding::new(tensor(b, k, n), element);
+    // Half precisions accumulate in f32, as tilemm's do.
+    let mut dtypes = MatmulElems::from_globals(&MatmulGlobalElems {
+        lhs: element,
+        rhs: element,
+        out: element,
+    });
+    cubek_matmul::launch::launch_ref(
+        strategy,
+        session.client(),
+        lhs,
+        rhs,
+        tensor(c, mm, n),
+        &mut dtypes,
+    )
+    .map_err(|e| Error::Baseline {
+        name: format!("cubek-matmul {strategy}"),
+        reason: one_line(&format!("{e:?}")),
+    })
+}
+
+/// [`launch_cubek`] on whichever runtime `gpu` is, a panic inside it as an error.
+#[cfg(feature = "peers")]
+fn run_cubek(
+    gpu: &GpuSession,
+    strategy: &cubek_matmul::launch::Strategy,
+    problem: &Problem,
+    matrices: [&DeviceMatrix; 3],
+) -> Result<()> {
+    gpu.guarded(|| with_session!(gpu, s => launch_cubek(s, strategy, problem, matrices)))
 }
 
 /// Without `--features peers`: says how to build them.

@@ -5,7 +5,7 @@
 #[allow(unused_imports)]
 use crate::io::inputs::Operands;
 #[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::measure::bench::{measurement, Measurement, Workload};
+use crate::measure::bench::{measured, Measurement, Workload};
 
 /// A and B of `problem` when it is the product the baselines cover so far: dense row-major
 /// A·B of `T` in the precision of `dtype` (whose data `T` holds: f32 for tf32), one matrix,
@@ -162,16 +162,14 @@ where
         .clone_dtoh(&c_dev)
         .map_err(|e| error("download", &e))?;
     let verified = reference.check(&T::wrap(c))?.pass;
-    let samples = (0..repeat.max(1))
-        .map(|_| run(&mut c_dev))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(measurement(
+    measured(
         name.into(),
         problem,
         "device events",
-        samples,
-        verified,
-    ))
+        repeat,
+        || Ok(verified),
+        || run(&mut c_dev),
+    )
 }
 
 /// cuBLAS's tf32 product: GemmEx on f32 data with `CUBLAS_COMPUTE_32F_FAST_TF32`. (cudarc's
@@ -390,7 +388,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
                 }
                 Ok(f64::from(ms))
             };
-            let measured = (|| {
+            let warm_up = || {
                 run()?;
                 let mut c = crate::host::zeros::<f32>(m * n, "C from the device")?;
                 check(
@@ -402,27 +400,24 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
                         hip::hipMemcpyKind_hipMemcpyDeviceToHost,
                     ),
                 )?;
-                let verified = reference
+                Ok(reference
                     .check(&crate::types::element::HostData::F32(c))?
-                    .pass;
-                let samples = (0..repeat.max(1))
-                    .map(|_| run())
-                    .collect::<Result<Vec<_>>>()?;
-                Ok((samples, verified))
-            })();
+                    .pass)
+            };
+            let measurement = measured(
+                "rocBLAS sgemm".into(),
+                problem,
+                "device events",
+                repeat,
+                warm_up,
+                &run,
+            );
             destroy(handle);
-            measured
+            measurement
         })();
         for buffer in buffers.into_iter().filter(|b| !b.is_null()) {
             hip::hipFree(buffer);
         }
-        let (samples, verified) = result?;
-        Ok(measurement(
-            "rocBLAS sgemm".into(),
-            problem,
-            "device events",
-            samples,
-            verified,
-        ))
+        result
     }
 }

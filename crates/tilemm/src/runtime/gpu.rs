@@ -39,7 +39,7 @@ pub enum Stored {
 /// A matrix buffer resident on a device: upload once, launch on it many times.
 #[derive(Clone, Debug)]
 pub struct DeviceMatrix {
-    handle: Handle,
+    pub(crate) handle: Handle,
     /// Elements of the host type it holds.
     len: usize,
     /// Elements as the kernels index the buffer (words when packed).
@@ -295,6 +295,33 @@ impl<R: Runtime> Session<R> {
         Ok(launches)
     }
 
+    /// [`Session::enqueue`] for a product scheduled once ([`Session::schedule`]): what repeated
+    /// timing launches. A product the schedule splits into panels for the device's memory is
+    /// launched whole here, its matrices being resident already, after the check
+    /// [`Session::enqueue`] makes.
+    pub(crate) fn enqueue_scheduled(
+        &self,
+        schedule: &Schedule,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        check_resident(&schedule.problem, [a, b, c])?;
+        let launches = if schedule.panels.is_whole() {
+            schedule.launches
+        } else {
+            schedule.plan.check(&schedule.canonical, &self.info)?
+        };
+        self.launch(
+            &schedule.plan,
+            &schedule.canonical,
+            schedule.swapped,
+            &launches,
+            [a, b, c],
+        );
+        Ok(launches)
+    }
+
     /// Launches `plan` over `canonical` as `launches` say (checked by the caller), A and B
     /// swapped where `canonical` computes Cᵀ = Bᵀ·Aᵀ.
     fn launch(
@@ -487,7 +514,7 @@ impl<R: Runtime> Session<R> {
         let lines = |p: &Problem| {
             let mut args = Args::new(p);
             args.k_range.1 = plan.k_slabs(p).next().map_or(0, |s| s.end);
-            [args.line(0, packed), args.line(1, packed)]
+            args.lines(packed)
         };
         let want = lines(&block);
         let like = |view: &MatrixDesc, rows, cols| {
@@ -690,73 +717,10 @@ impl<R: Runtime> Session<R> {
         })
     }
 
-    /// Enqueues C = A·B with CubeCL's own matmul (cubek-matmul) in `strategy`, on resident
-    /// matrices, row-major and contiguous, batch 1, in any of tilemm's precisions (f16 and bf16
-    /// accumulate in f32 there too): what `bench` measures peers on.
+    /// The CubeCL client, for a baseline that launches kernels of its own (cubek-matmul).
     #[cfg(feature = "peers")]
-    pub(crate) fn cubek(
-        &self,
-        strategy: &cubek_matmul::launch::Strategy,
-        problem: &Problem,
-        [a, b, c]: [&DeviceMatrix; 3],
-    ) -> Result<()> {
-        use cubek_matmul::definition::{MatmulElems, MatmulGlobalElems};
-        let dtype = problem.precision.input;
-        let plain = problem.batch == 1
-            && problem.precision == crate::problem::Precision::of(dtype)
-            && [problem.a, problem.b, problem.c]
-                .iter()
-                .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
-        if !plain {
-            return Err(Error::Baseline {
-                name: "cubek-matmul".into(),
-                reason: "measured on plain products only (batch 1, dense, row-major, one \
-                         precision)"
-                    .into(),
-            });
-        }
-        // (cubek-matmul panics on a type the device lacks; tilemm packs bf16 there.)
-        if dtype == DType::BF16 && !self.info.types.bf16 {
-            return Err(Error::Baseline {
-                name: "cubek-matmul".into(),
-                reason: "it needs a bf16 type, which this device lacks".into(),
-            });
-        }
-        let tensor = |m: &DeviceMatrix, rows: usize, cols: usize| TensorBinding::<R> {
-            handle: m.handle.clone().binding(),
-            strides: [cols, 1].into(),
-            shape: [rows, cols].into(),
-            runtime: std::marker::PhantomData,
-        };
-        let element = match dtype {
-            DType::F16 => half::f16::as_type_native_unchecked(),
-            DType::BF16 => half::bf16::as_type_native_unchecked(),
-            // cubek-matmul takes tf32 as f32 data, and rounds it on its tensor-core paths.
-            DType::F32 | DType::TF32 => f32::as_type_native_unchecked(),
-            DType::F64 => f64::as_type_native_unchecked(),
-        }
-        .storage_type();
-        let (mm, k, n) = (problem.m, problem.k, problem.n);
-        let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), element);
-        let rhs = cubek_std::InputBinding::new(tensor(b, k, n), element);
-        // Half precisions accumulate in f32, as tilemm's do.
-        let mut dtypes = MatmulElems::from_globals(&MatmulGlobalElems {
-            lhs: element,
-            rhs: element,
-            out: element,
-        });
-        cubek_matmul::launch::launch_ref(
-            strategy,
-            &self.client,
-            lhs,
-            rhs,
-            tensor(c, mm, n),
-            &mut dtypes,
-        )
-        .map_err(|e| Error::Baseline {
-            name: format!("cubek-matmul {strategy}"),
-            reason: one_line(&format!("{e:?}")),
-        })
+    pub(crate) fn client(&self) -> &ComputeClient<R> {
+        &self.client
     }
 
     fn error(&self, reason: String) -> Error {

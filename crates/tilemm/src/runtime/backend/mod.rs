@@ -114,6 +114,8 @@ macro_rules! with_session {
         }
     };
 }
+#[cfg(feature = "peers")]
+pub(crate) use with_session;
 
 impl GpuSession {
     /// Opens device `index` of `backend` (its best device if `None`).
@@ -255,6 +257,18 @@ impl GpuSession {
         self.guarded(|| with_session!(self, s => s.enqueue(problem, plan, a, b, c)))
     }
 
+    /// Enqueues a product scheduled once on resident matrices; see
+    /// [`Session::enqueue_scheduled`].
+    pub(crate) fn enqueue_scheduled(
+        &self,
+        schedule: &crate::plan::panels::Schedule,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        self.guarded(|| with_session!(self, s => s.enqueue_scheduled(schedule, a, b, c)))
+    }
+
     /// C back on the host; see [`Session::download`].
     pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
         self.guarded(|| with_session!(self, s => s.download(c)))
@@ -270,19 +284,8 @@ impl GpuSession {
         with_session!(self, s => s.memory())
     }
 
-    /// Enqueues C = A·B with cubek-matmul's `strategy`; see [`Session::cubek`].
-    #[cfg(feature = "peers")]
-    pub(crate) fn cubek(
-        &self,
-        strategy: &cubek_matmul::launch::Strategy,
-        problem: &Problem,
-        matrices: [&DeviceMatrix; 3],
-    ) -> Result<()> {
-        self.guarded(|| with_session!(self, s => s.cubek(strategy, problem, matrices)))
-    }
-
     /// `work` on this session, with a panic inside it (CubeCL's) as an error.
-    fn guarded<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    pub(crate) fn guarded<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
         guarded(|| self.info().name.clone(), work)
     }
 

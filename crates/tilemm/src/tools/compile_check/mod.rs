@@ -315,7 +315,7 @@ impl fmt::Display for ResourceUsage {
             "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6}/{:<3} {:>4.0}%  {}",
             self.plan.to_string(),
             self.arch,
-            short_name(self.precision),
+            self.precision.short_name(),
             registers,
             self.spills,
             self.static_shared_bytes,
@@ -344,16 +344,13 @@ impl fmt::Display for ResourceUsage {
     }
 }
 
-/// The column headings matching [`ResourceUsage`]'s `Display`. The matrix columns, for a main
-/// loop with matrix instructions: their share of it (`mma%`), matrix instructions per fragment
-/// load (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
-/// (`async`), cube barriers per K tile (`bar/t`).
-pub const TABLE_HEADER: &str =
-    "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit";
-
-/// A precision in one word: see [`Precision::short_name`].
-pub fn short_name(precision: Precision) -> String {
-    precision.short_name()
+impl Row {
+    /// The column headings matching a [`Row`]'s `Display` (and [`ResourceUsage`]'s). The matrix columns, for a main
+    /// loop with matrix instructions: their share of it (`mma%`), matrix instructions per fragment
+    /// load (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
+    /// (`async`), cube barriers per K tile (`bar/t`).
+    pub const TABLE_HEADER: &str =
+        "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit";
 }
 
 /// Where to find the tools.
@@ -536,7 +533,7 @@ pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolcha
     };
     Row {
         kernel: plan.to_string(),
-        dtype: short_name(precision),
+        dtype: precision.short_name(),
         arch: arch.name.to_string(),
         outcome,
     }
