@@ -137,7 +137,7 @@ pub enum Error {
     },
 
     /// `--device` given with the CPU backend, which has no devices to choose from.
-    #[error("--device picks a GPU, but --backend cpu has none: the CPU path runs on all cores (drop --device, or set RAYON_NUM_THREADS to limit the threads)")]
+    #[error("a device index picks a GPU, but the cpu backend has none: the CPU path runs on all cores (RAYON_NUM_THREADS limits its threads)")]
     CpuDeviceIndex,
 
     /// The problem or kernel needs more than the device allows.

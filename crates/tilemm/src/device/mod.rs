@@ -87,7 +87,7 @@ impl TypeSupport {
                 dtype,
                 device: device.to_string(),
                 missing,
-                remedy: "try --backend cpu, or another --dtype",
+                remedy: "the cpu backend computes every dtype",
             });
         }
         Ok(())
@@ -101,7 +101,7 @@ pub fn no_tf32(device: &str) -> Error {
         device: device.to_string(),
         missing: "tf32 matrix units (NVIDIA tensor cores from sm_80 on, in a build with the cuda \
                   feature)",
-        remedy: "--dtype f32 computes in f32, on every device",
+        remedy: "f32 is computed on every device",
     }
 }
 
