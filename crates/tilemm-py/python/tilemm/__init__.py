@@ -1,0 +1,430 @@
+"""tilemm: numpy's ``matmul`` on the GPUs of every vendor.
+
+``tilemm.matmul(a, b)`` computes what ``numpy.matmul(a, b)`` computes (broadcast batches,
+1-D operands, dtype promotion, ``out=``) with tilemm's kernels on the fastest route this
+machine has: a GPU through CUDA, HIP or wgpu (Vulkan, Metal, DX12), or the CPU path where the
+only adapter is a CPU emulation such as lavapipe. ``alpha`` and ``beta`` make it a GEMM,
+``out = alpha * a @ b + beta * out``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+
+import numpy as np
+
+from . import _tilemm
+
+__version__ = _tilemm.__version__
+
+__all__ = [
+    "matmul",
+    "run",
+    "RunReport",
+    "devices",
+    "Device",
+    "TilemmError",
+    "ShapeError",
+    "DTypeError",
+    "ArgumentError",
+    "UnavailableError",
+    "__version__",
+]
+
+
+class TilemmError(Exception):
+    """Every error tilemm raises."""
+
+
+class ShapeError(TilemmError, ValueError):
+    """Operands whose shapes numpy's matmul refuses (a ``ValueError``, as numpy raises)."""
+
+
+class DTypeError(TilemmError, TypeError):
+    """Operands or an ``out=`` of a dtype tilemm does not compute (a ``TypeError``)."""
+
+
+class ArgumentError(TilemmError, ValueError):
+    """An argument tilemm cannot use: a kernel, a device, alpha or beta (a ``ValueError``)."""
+
+
+class UnavailableError(TilemmError, RuntimeError):
+    """No device or kernel can run the request here (a ``RuntimeError``)."""
+
+
+# numpy's own float types, and ml_dtypes' bfloat16 where it is installed.
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _bf16():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def devices():
+    """The GPU devices of every backend this build has: a list of dicts (backend, index,
+    name, kind, driver, limits, types), as ``tilemm devices --json`` lists them."""
+    return [
+        dict(entry["device"], backend=entry["backend"])
+        for entry in json.loads(_tilemm.devices_json())
+    ]
+
+
+class Device:
+    """A device to compute on: ``Device()`` the fastest route, ``Device("cpu")`` the CPU
+    path, ``Device("wgpu")`` (or ``"cuda"``, ``"hip"``) a backend's best device,
+    ``Device("wgpu", 1)`` or ``Device("wgpu:1")`` its device 1.
+
+    The device is opened once per process, when the first ``Device`` names it, and shared by
+    every thread; a ``Device`` is a name for it and may be passed anywhere ``device=`` is.
+    """
+
+    __slots__ = ("backend", "index", "route")
+
+    def __init__(self, backend=None, index=None):
+        if isinstance(backend, str) and ":" in backend:
+            if index is not None:
+                raise ArgumentError(f"device {backend!r} already names an index")
+            backend, _, number = backend.partition(":")
+            try:
+                index = int(number)
+            except ValueError:
+                raise ArgumentError(f"device index {number!r} is not a number") from None
+        if backend is not None and not isinstance(backend, str):
+            raise ArgumentError(f"device backend must be a string, not {type(backend).__name__}")
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise ArgumentError(f"device index must be a non-negative int, not {index!r}")
+        if backend is None and index is not None:
+            raise ArgumentError("a device index needs a backend (cuda, hip, wgpu)")
+        self.backend = backend
+        self.index = index
+        #: Where products on this device run, in words.
+        self.route = _tilemm.route(backend, index)
+
+    def __repr__(self):
+        name = self.backend or "auto"
+        if self.index is not None:
+            name += f":{self.index}"
+        return f"tilemm.Device({name!r}: {self.route})"
+
+    def __reduce__(self):
+        # A worker that unpickles it opens its own device.
+        return (Device, (self.backend, self.index))
+
+
+_DEVICES = {}
+_DEVICES_LOCK = threading.Lock()
+
+
+#: The environment variable that names the device when ``device=`` is not given (``cuda:1``,
+#: say): how a Dask worker is pinned to one GPU.
+DEVICE_VARIABLE = "TILEMM_DEVICE"
+
+
+def _device(device):
+    if device is None:
+        device = os.environ.get(DEVICE_VARIABLE) or None
+    if isinstance(device, Device):
+        return device
+    if device is None or isinstance(device, str):
+        with _DEVICES_LOCK:
+            if device not in _DEVICES:
+                _DEVICES[device] = Device(device)
+            return _DEVICES[device]
+    raise ArgumentError(
+        f"device must be None, a string such as 'wgpu' or 'cuda:0', or a tilemm.Device, "
+        f"not {type(device).__name__}"
+    )
+
+
+def _signature_error(operand, has):
+    return ShapeError(
+        f"matmul: Input operand {operand} does not have enough dimensions (has {has}, gufunc "
+        "core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
+    )
+
+
+def _core_error(which, operand, dim, size, expected):
+    return ShapeError(
+        f"matmul: {which} operand {operand} has a mismatch in its core dimension {dim}, with "
+        f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {size} is different from {expected})"
+    )
+
+
+def _result_dtype(a, b):
+    """The dtype numpy's matmul returns for `a` and `b`, and the dtype tilemm's kernels read
+    them in, or a DTypeError."""
+    bf16 = _bf16()
+    for x in (a, b):
+        if x.dtype.kind in "iub":
+            raise DTypeError(
+                f"tilemm computes floating-point products; {x.dtype} input is not one: cast it "
+                "(x.astype(np.float32) or np.float64)"
+            )
+        if x.dtype.kind == "c":
+            raise DTypeError(
+                f"tilemm computes real products; {x.dtype} (complex) input is not one"
+            )
+        if x.dtype not in _FLOATS and x.dtype != bf16:
+            raise DTypeError(
+                f"tilemm computes float16, bfloat16 (ml_dtypes), float32 and float64; not {x.dtype}"
+            )
+    if bf16 is not None and a.dtype == bf16 and b.dtype == bf16:
+        # As numpy does with ml_dtypes: bfloat16 products come back as float32.
+        return np.dtype(np.float32), bf16
+    result = np.result_type(a.dtype, b.dtype)
+    if bf16 is not None and result == bf16:
+        result = np.dtype(np.float32)
+    return result, result
+
+
+def _scalar(name, value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{name} must be a real number, not {value!r}") from None
+    if not math.isfinite(value):
+        raise ArgumentError(f"{name} must be finite, not {value}")
+    return value
+
+
+def _merged(x, batch):
+    """`x` (batch dimensions `batch`, then the matrix) as a 3-D view: its batch dimensions
+    merged into one where its strides allow, or None."""
+    core = x.shape[-2:]
+    if len(batch) == 0:
+        return x.reshape((1,) + core)
+    strides = x.strides[: len(batch)]
+    for i in range(len(batch) - 1):
+        if batch[i] != 1 and strides[i] != strides[i + 1] * batch[i + 1]:
+            return None
+    total = math.prod(batch)
+    return np.lib.stride_tricks.as_strided(
+        x,
+        shape=(total,) + core,
+        strides=(strides[-1],) + x.strides[-2:],
+        writeable=x.flags.writeable,
+    )
+
+
+def _gemm3(a, b, c, alpha, beta, kernel, device):
+    _tilemm.gemm(a, b, c, alpha, beta, kernel, device.backend, device.index)
+
+
+def _batched(a, b, c, batch, alpha, beta, kernel, device):
+    """C = alpha·A·B + beta·C over the broadcast batch `batch` (A and B padded to its length,
+    each batch dimension full or 1; C full)."""
+    nb = len(batch)
+
+    def full(x):
+        return x.shape[:nb] == batch
+
+    def single(x):
+        return all(s == 1 for s in x.shape[:nb])
+
+    views = []
+    for x in (a, b, c):
+        if single(x):
+            views.append(x.reshape((1,) + x.shape[nb:]))
+        elif full(x):
+            views.append(_merged(x, batch))
+        else:
+            views.append(None)
+    if all(v is not None for v in views):
+        _gemm3(*views, alpha, beta, kernel, device)
+        return
+    # Some operand broadcasts along only part of the batch: one product per index of the
+    # leading batch dimensions, over the last.
+    for index in np.ndindex(*batch[:-1]):
+        pick = lambda x: x[tuple(i if x.shape[d] != 1 else 0 for d, i in enumerate(index))]
+        _batched(pick(a), pick(b), c[index], batch[-1:], alpha, beta, kernel, device)
+
+
+def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
+    """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
+    ``out = alpha * a @ b + beta * out``.
+
+    ``a`` and ``b`` are array-likes of float16, bfloat16 (ml_dtypes), float32 or float64 with
+    numpy's matmul shapes: batch dimensions broadcast, 1-D operands are promoted and the added
+    axis removed, dtypes promote as numpy promotes them. Views are read in place, any strides
+    included. ``out`` (an ndarray of the result's shape, of a dtype the result casts to with
+    ``same_kind``) is written in place, also when it overlaps ``a`` or ``b``; ``beta`` ≠ 0
+    needs it. ``kernel`` is ``"auto"`` (the tuner's verified choice) or a rung such as
+    ``"tiled"`` or ``"warptile:bm=64"``; ``device`` is ``None`` (the device the environment
+    variable ``TILEMM_DEVICE`` names, else the fastest route), a backend name (``"cpu"``,
+    ``"wgpu"``, ``"cuda:1"``) or a :class:`Device`. The GIL is released while the device works.
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    for operand, x in enumerate((a, b)):
+        if x.ndim == 0:
+            raise _signature_error(operand, 0)
+    alpha = _scalar("alpha", alpha)
+    beta = _scalar("beta", beta)
+    if not isinstance(kernel, str):
+        raise ArgumentError(f"kernel must be a string such as 'auto' or 'tiled', not {kernel!r}")
+    result_dtype, input_dtype = _result_dtype(a, b)
+    # The kernels read and write the machine's byte order.
+    result_dtype, input_dtype = (d.newbyteorder("=") for d in (result_dtype, input_dtype))
+    device = _device(device)
+
+    a_vector, b_vector = a.ndim == 1, b.ndim == 1
+    a2 = a[np.newaxis, :] if a_vector else a
+    b2 = b[:, np.newaxis] if b_vector else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise _core_error("Input", 1, 0, b2.shape[-2], a2.shape[-1])
+    m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError as e:
+        raise ShapeError(str(e)) from None
+    full_shape = batch + (m, n)
+    shape = full_shape
+    if a_vector:
+        shape = shape[:-2] + shape[-1:]
+    if b_vector:
+        shape = shape[:-1]
+
+    if out is None:
+        if beta != 0.0:
+            raise ArgumentError("beta ≠ 0 scales out=, which was not given")
+        result = np.empty(shape, dtype=result_dtype)
+    else:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+        if out.shape != shape:
+            if out.ndim != len(shape):
+                raise ShapeError(
+                    f"matmul: out has {out.ndim} dimensions, the result {len(shape)} ({shape})"
+                )
+            raise ShapeError(f"matmul: out has shape {out.shape}, the result {shape}")
+        if not np.can_cast(result_dtype, out.dtype, "same_kind"):
+            raise DTypeError(
+                f"Cannot cast ufunc 'matmul' output from {result_dtype!r} to {out.dtype!r} "
+                "with casting rule 'same_kind'"
+            )
+        if not out.flags.writeable:
+            raise ArgumentError("out is read-only")
+        result = out
+
+    # Empty products: numpy's zeros (K = 0) and empty arrays (M, N or a batch of 0).
+    if result.size == 0:
+        return result
+    if k == 0:
+        result[...] = beta * result if beta != 0.0 else 0
+        return result
+
+    # Where tilemm writes: `result` itself where it has the dtype the kernels write and does
+    # not overlap an input; else a buffer of that dtype, copied into `result` at the end.
+    direct = (
+        result.dtype == result_dtype
+        and not np.may_share_memory(result, a)
+        and not np.may_share_memory(result, b)
+    )
+    if direct:
+        c = result
+    elif beta != 0.0:
+        c = result.astype(result_dtype)
+    else:
+        c = np.empty(shape, dtype=result_dtype)
+    # Inserting the removed unit axes back is a view, never a copy.
+    c_full = c.reshape(full_shape)
+    a_in = a2 if a2.dtype == input_dtype else a2.astype(input_dtype)
+    b_in = b2 if b2.dtype == input_dtype else b2.astype(input_dtype)
+    nb = len(batch)
+    a_in = a_in.reshape((1,) * (nb + 2 - a_in.ndim) + a_in.shape)
+    b_in = b_in.reshape((1,) * (nb + 2 - b_in.ndim) + b_in.shape)
+    _batched(a_in, b_in, c_full, batch, alpha, beta, kernel, device)
+    if c is not result:
+        result[...] = c
+    return result
+
+
+class _Fields:
+    """A JSON object's fields as attributes."""
+
+    def __init__(self, fields):
+        for key, value in fields.items():
+            setattr(self, key, _fields(value))
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"({inner})"
+
+
+def _fields(value):
+    if isinstance(value, dict):
+        return _Fields(value)
+    if isinstance(value, list):
+        return [_fields(v) for v in value]
+    return value
+
+
+class RunReport(_Fields):
+    """What ``tilemm run`` reports, as attributes: ``problem``, ``device``, ``kernel``,
+    ``first_run`` (the 1st GPU run and its parts: tuning, JIT compilation, upload, launch,
+    download), ``second_run``, ``cpu``, ``verification`` (error, bound, verdict),
+    ``host_memory``, ``notes`` and ``passed``; times in milliseconds, as ``tilemm run --json``
+    gives them. Its ``repr`` is the report ``tilemm run`` prints."""
+
+    def __init__(self, fields, text):
+        super().__init__(fields)
+        #: Whether every checked C met the bound.
+        self.passed = bool(fields["pass"])
+        self._text = text
+        self._json = fields
+
+    def to_dict(self):
+        """The report as ``tilemm run --json`` writes it."""
+        return json.loads(json.dumps(self._json))
+
+    def __repr__(self):
+        return self._text
+
+    __str__ = __repr__
+
+
+_DTYPES = {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16"}
+
+
+def _dtype_name(dtype):
+    if isinstance(dtype, str) and dtype in ("f16", "bf16", "f32", "f64", "tf32"):
+        return dtype
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = str(dtype)
+    if name not in _DTYPES:
+        raise DTypeError(f"tilemm runs float16, bfloat16, float32, float64 and tf32; not {dtype!r}")
+    return _DTYPES[name]
+
+
+def run(m=256, k=None, n=None, *, dtype="float32", kernel="auto", backend=None, seed=0):
+    """The numba example's experiment, as ``tilemm run`` runs it: C = A·B on random inputs
+    (``k`` and ``n`` default to ``m``), the 1st GPU run (JIT compilation included) with its
+    parts, the 2nd, the CPU, and the check against an f64 reference under the K-aware bound.
+    ``backend`` is ``None`` (the best device), ``"cpu"``, or a backend (``"wgpu"``,
+    ``"cuda:1"``). Returns a :class:`RunReport`; a product that fails the bound is reported
+    (``passed`` false), not raised."""
+    k = m if k is None else k
+    n = m if n is None else n
+    for name, value in (("m", m), ("k", k), ("n", n)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ShapeError(f"{name} must be a positive int, not {value!r}")
+    index = None
+    if isinstance(backend, str) and ":" in backend:
+        backend, _, number = backend.partition(":")
+        try:
+            index = int(number)
+        except ValueError:
+            raise ArgumentError(f"device index {number!r} is not a number") from None
+    fields, text = _tilemm.run(
+        int(m), int(k), int(n), _dtype_name(dtype), kernel, backend, index, int(seed)
+    )
+    return RunReport(json.loads(fields), text)

@@ -1,0 +1,254 @@
+//! tilemm for Python: the extension module `tilemm._tilemm`. The package `tilemm`
+//! (`python/tilemm`) gives it numpy's `matmul` semantics (broadcasting, 1-D operands, dtype
+//! promotion, `out=`); this module computes one batched product C = α·A·B + β·C on 3-D arrays
+//! of any strides with the library's front door ([`tilemm::Gemm`]), the GIL released while the
+//! device works.
+
+use numpy::{
+    dtype, PyArray3, PyArrayDescr, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use tilemm::{Backend, Error, Gemm, KernelChoice};
+
+/// The exception class of the package `tilemm` that stands for `error` (the classes live in
+/// the public module, so that an exception raised on a Dask worker unpickles to the same class).
+fn class_of(error: &Error) -> &'static str {
+    match error {
+        Error::ZeroDimension { .. }
+        | Error::TooLarge { .. }
+        | Error::InvalidView(_)
+        | Error::ShapeMismatch { .. }
+        | Error::DataLength { .. }
+        | Error::MissingOperand(_) => "ShapeError",
+        Error::Precision(_) => "DTypeError",
+        Error::InvalidScalar(_) => "ArgumentError",
+        Error::NoKernel(_)
+        | Error::TypeUnavailable { .. }
+        | Error::NotBuilt { .. }
+        | Error::NoDevice(_)
+        | Error::DeviceIndex { .. }
+        | Error::CpuDeviceIndex
+        | Error::DeviceLimit { .. }
+        | Error::HostMemory { .. }
+        | Error::OutOfMemory { .. }
+        | Error::KernelUnavailable { .. }
+        | Error::Device { .. } => "UnavailableError",
+        _ => "TilemmError",
+    }
+}
+
+/// `message` as an exception of the package's class `class`.
+fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
+    let found = py
+        .import("tilemm")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from));
+    match found {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(e) => e,
+    }
+}
+
+fn to_py(py: Python<'_>, error: Error) -> PyErr {
+    raise(py, class_of(&error), tilemm::one_line(&error.to_string()))
+}
+
+/// The front door as the caller configured it.
+fn configured(
+    py: Python<'_>,
+    alpha: f64,
+    beta: f64,
+    kernel: &str,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<Gemm<'static>> {
+    let kernel: KernelChoice = kernel
+        .parse()
+        .map_err(|e: String| raise(py, "ArgumentError", format!("kernel={kernel:?}: {e}")))?;
+    let gemm = Gemm::new().kernel(kernel).alpha(alpha).beta(beta);
+    match backend {
+        None => Ok(gemm),
+        Some(name) => {
+            let backend: Backend = name
+                .parse()
+                .map_err(|e: String| raise(py, "ArgumentError", e))?;
+            Ok(gemm.device(backend, index))
+        }
+    }
+}
+
+/// C = α·A·B + β·C into `out`, for 3-D arrays of input type `I` and output type `O`.
+fn write<I, O>(
+    py: Python<'_>,
+    gemm: Gemm<'static>,
+    [a, b, out]: [&Bound<'_, PyAny>; 3],
+) -> PyResult<String>
+where
+    I: tilemm::Element + numpy::Element,
+    O: tilemm::Element + numpy::Element,
+{
+    let a = a.cast::<PyArray3<I>>()?.readonly();
+    let b = b.cast::<PyArray3<I>>()?.readonly();
+    let mut out = out.cast::<PyArray3<O>>()?.readwrite();
+    let (a, b, c) = (a.as_array(), b.as_array(), out.as_array_mut());
+    let run = py
+        .detach(|| gemm.write_batched(a, b, c))
+        .map_err(|e| to_py(py, e))?;
+    Ok(run.route.to_string())
+}
+
+/// C = α·A·B + β·C for 3-D arrays (a batch along axis 0; a batch of 1 serves every entry) into
+/// `out`. A and B share one type (f16, bf16, f32, f64); `out` has theirs, or f32 for f16 and
+/// bf16. Returns the route the product took.
+#[pyfunction]
+#[pyo3(signature = (a, b, out, alpha, beta, kernel, backend, index))]
+#[allow(clippy::too_many_arguments)]
+fn gemm<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    alpha: f64,
+    beta: f64,
+    kernel: &str,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<String> {
+    let gemm = configured(py, alpha, beta, kernel, backend, index)?;
+    let arrays = [a, b, out];
+    let descr = |x: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyArrayDescr>> {
+        Ok(x.cast::<PyUntypedArray>()?.dtype())
+    };
+    let (input, output) = (descr(a)?, descr(out)?);
+    let f16 = dtype::<half::f16>(py);
+    let f32 = dtype::<f32>(py);
+    let f64 = dtype::<f64>(py);
+    let is = |d: &Bound<'py, PyArrayDescr>, t: &Bound<'py, PyArrayDescr>| d.is_equiv_to(t);
+    if is(&input, &f16) && is(&output, &f16) {
+        write::<half::f16, half::f16>(py, gemm, arrays)
+    } else if is(&input, &f16) && is(&output, &f32) {
+        write::<half::f16, f32>(py, gemm, arrays)
+    } else if is(&input, &f32) && is(&output, &f32) {
+        write::<f32, f32>(py, gemm, arrays)
+    } else if is(&input, &f64) && is(&output, &f64) {
+        write::<f64, f64>(py, gemm, arrays)
+    } else if [&f16, &f32, &f64].iter().all(|t| !is(&input, t)) {
+        // bfloat16 (ml_dtypes', which the package imports before it sends one).
+        let bf16 = dtype::<half::bf16>(py);
+        if is(&input, &bf16) && is(&output, &bf16) {
+            write::<half::bf16, half::bf16>(py, gemm, arrays)
+        } else if is(&input, &bf16) && is(&output, &f32) {
+            write::<half::bf16, f32>(py, gemm, arrays)
+        } else {
+            Err(unsupported(py, &input, &output))
+        }
+    } else {
+        Err(unsupported(py, &input, &output))
+    }
+}
+
+fn unsupported(
+    py: Python<'_>,
+    input: &Bound<'_, PyArrayDescr>,
+    output: &Bound<'_, PyArrayDescr>,
+) -> PyErr {
+    raise(
+        py,
+        "DTypeError",
+        format!("tilemm computes no product of {input} inputs into {output}"),
+    )
+}
+
+/// The route products take with this device setting, opening the device if this process has
+/// not yet (it is opened once and shared by every thread).
+#[pyfunction]
+#[pyo3(signature = (backend, index))]
+fn route(py: Python<'_>, backend: Option<&str>, index: Option<usize>) -> PyResult<String> {
+    let gemm = configured(py, 1.0, 0.0, "auto", backend, index)?;
+    py.detach(|| gemm.route())
+        .map(|r| r.to_string())
+        .map_err(|e| to_py(py, e))
+}
+
+/// The GPU devices of every backend built, as JSON (a list of `tilemm devices --json`'s
+/// device entries, each with its backend).
+#[pyfunction]
+fn devices_json(py: Python<'_>) -> PyResult<String> {
+    let found: Vec<serde_json::Value> = py.detach(|| {
+        Backend::GPU
+            .into_iter()
+            .filter(|b| b.is_built())
+            .flat_map(|b| {
+                tilemm::runtime::backend::list_devices(b)
+                    .into_iter()
+                    .map(move |d| serde_json::json!({ "backend": b, "device": d }))
+            })
+            .collect()
+    });
+    serde_json::to_string(&found).map_err(|e| raise(py, "TilemmError", e.to_string()))
+}
+
+/// The example's experiment, as `tilemm run -m M -k K -n N` runs it on random inputs: the 1st
+/// GPU run (JIT compilation included) with its parts, the 2nd, the CPU, and the check against
+/// the f64 reference. Returns the report as JSON (`tilemm run --json`) and as text.
+#[pyfunction]
+#[pyo3(signature = (m, k, n, dtype, kernel, backend, index, seed))]
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    m: usize,
+    k: usize,
+    n: usize,
+    dtype: &str,
+    kernel: &str,
+    backend: Option<&str>,
+    index: Option<usize>,
+    seed: u64,
+) -> PyResult<(String, String)> {
+    use tilemm::io::inputs::{self, Source};
+    use tilemm::measure::run::{RunOptions, Runner};
+    let dtype: tilemm::DType = dtype
+        .parse()
+        .map_err(|e: String| raise(py, "ArgumentError", e))?;
+    let kernel: KernelChoice = kernel
+        .parse()
+        .map_err(|e: String| raise(py, "ArgumentError", format!("kernel={kernel:?}: {e}")))?;
+    let backend = backend
+        .map(str::parse::<Backend>)
+        .transpose()
+        .map_err(|e| raise(py, "ArgumentError", e))?;
+    let options = RunOptions {
+        backend,
+        device: index,
+        kernel,
+        tune: tilemm::tune::TuneOptions::default(),
+    };
+    let report = py
+        .detach(|| {
+            let problem = tilemm::Shape {
+                precision: tilemm::Precision::of(dtype),
+                ..tilemm::Shape::new(m, k, n)
+            }
+            .problem()?;
+            let runner = Runner::new(&problem, &options)?;
+            let operands = inputs::random_operands(&problem, seed)?;
+            runner.run(&operands, Source::Random { seed })
+        })
+        .map_err(|e| to_py(py, e))?
+        .report;
+    let json =
+        serde_json::to_string(&report).map_err(|e| raise(py, "TilemmError", e.to_string()))?;
+    Ok((json, report.to_string()))
+}
+
+#[pymodule]
+fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(route, m)?)?;
+    m.add_function(wrap_pyfunction!(devices_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+"""tilemm.dask.matmul on a LocalCluster of two worker processes on 127.0.0.1: Dask's blocked
+product with tilemm computing each block, both workers taking part, a worker's error arriving
+as the same tilemm exception; and on Dask's local schedulers."""
+
+import numpy as np
+import pytest
+
+import tilemm
+
+import dask
+import dask.array as da
+from distributed import Client, LocalCluster, get_task_stream
+
+import tilemm.dask
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+    )
+    with Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def integers(shape, dtype, seed):
+    return np.random.default_rng(seed).integers(-8, 9, size=shape).astype(dtype)
+
+
+def test_blocks_are_computed_by_tilemm_on_both_workers(client):
+    a = integers((150, 130), np.float32, 1)
+    b = integers((130, 90), np.float32, 2)
+    x = da.from_array(a, chunks=(40, 50))  # ragged blocks along every axis
+    y = da.from_array(b, chunks=(50, 35))
+    with get_task_stream(client) as stream:
+        got = tilemm.dask.matmul(x, y).compute()
+    np.testing.assert_array_equal(got, a @ b)
+    workers = {
+        task["worker"]
+        for task in stream.data
+        if str(task["key"]).find("tilemm-matmul-") >= 0
+    }
+    assert len(workers) == 2, f"blocks ran on {workers}"
+
+
+def test_batches_vectors_and_dtypes_follow_numpy(client):
+    a = integers((3, 20, 12), np.float64, 3)
+    b = integers((12, 7), np.float32, 4)
+    got = tilemm.dask.matmul(da.from_array(a, chunks=(2, 9, 5)), da.from_array(b, chunks=(5, 4)))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.compute(), a @ b)
+    v = integers((12,), np.float64, 5)
+    got = tilemm.dask.matmul(da.from_array(a, chunks=(1, 20, 6)), da.from_array(v, chunks=6))
+    np.testing.assert_array_equal(got.compute(), a @ v)
+
+
+def test_a_workers_error_arrives_as_the_same_exception(client):
+    x = da.ones((20, 20), chunks=10)
+    # The CPU has no device 1: the workers open the device, and fail there.
+    with pytest.raises(tilemm.UnavailableError) as e:
+        tilemm.dask.matmul(x, x, device="cpu:1").compute()
+    assert "cpu" in str(e.value).lower()
+    with pytest.raises(tilemm.ShapeError):
+        tilemm.dask.matmul(da.ones((3, 4)), da.ones((5, 6)))
+    with pytest.raises(tilemm.DTypeError):
+        tilemm.dask.matmul(da.ones((3, 4), dtype=int), da.ones((4, 6)))
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes", "synchronous"])
+def test_every_local_scheduler(scheduler):
+    a = integers((33, 40), np.float32, 6)
+    b = integers((40, 21), np.float32, 7)
+    got = tilemm.dask.matmul(da.from_array(a, chunks=16), da.from_array(b, chunks=16))
+    np.testing.assert_array_equal(got.compute(scheduler=scheduler), a @ b)

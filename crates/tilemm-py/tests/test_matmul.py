@@ -1,0 +1,328 @@
+"""tilemm.matmul against numpy.matmul: shapes, strides, broadcasts, dtypes, out=, alpha/beta,
+errors, threads. Every case runs on the default route and again on the wgpu device (lavapipe
+where there is no GPU), so that the kernels themselves run and not only the CPU path."""
+
+import math
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import tilemm
+
+try:
+    import ml_dtypes
+except ImportError:  # bf16 cases then fail with an install hint
+    ml_dtypes = None
+
+# The default route, and the wgpu device named. On the wgpu device a fixed kernel keeps the
+# grid's JIT compilation short; `auto` (the tuner) runs there in its own tests below.
+ROUTES = [
+    pytest.param((None, "auto"), id="default"),
+    pytest.param(("wgpu", "tiled"), id="wgpu"),
+]
+
+UNIT = {np.float16: 2.0**-11, np.float32: 2.0**-24, np.float64: 2.0**-53}
+
+
+def integers(shape, dtype, rng, high=8):
+    """Small integers: every product and sum is exact in the dtype's accumulator, so tilemm
+    must give numpy's result to the last bit."""
+    return rng.integers(-high, high + 1, size=shape).astype(dtype)
+
+
+def check_close(got, a, b, accumulate=np.float32):
+    """`got` is within the K-aware bound of the f64 product: K·u of the accumulator times
+    |A|·|B|, plus the rounding of the result to its dtype."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    ref = np.matmul(a64, b64)
+    k = a64.shape[-1]
+    u = UNIT[accumulate]
+    bound = 2 * k * u / (1 - k * u) * np.matmul(np.abs(a64), np.abs(b64))
+    bound = bound + UNIT.get(got.dtype.type, 2.0**-8) * np.abs(ref)
+    err = np.abs(np.asarray(got, np.float64) - ref)
+    assert (err <= bound + 1e-300).all(), f"worst err/bound {np.max(err / (bound + 1e-300))}"
+
+
+@pytest.fixture(params=ROUTES)
+def route(request):
+    device, kernel = request.param
+    if device is not None:
+        try:
+            tilemm.Device(device)
+        except tilemm.UnavailableError as e:
+            pytest.fail(
+                f"no {device} device ({e}): install Mesa's Vulkan drivers (scripts/setup), "
+                "which give lavapipe where there is no GPU"
+            )
+    return dict(device=device, kernel=kernel)
+
+
+SHAPES = [(1, 1, 1), (1, 7, 1), (3, 5, 2), (17, 13, 19), (64, 48, 30), (31, 1, 37), (2, 97, 3)]
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_integer_products_are_exact(route, m, k, n, dtype):
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a, b = integers((m, k), dtype, rng), integers((k, n), dtype, rng)
+    got = tilemm.matmul(a, b, **route)
+    assert got.dtype == dtype and got.shape == (m, n)
+    np.testing.assert_array_equal(got, np.matmul(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_random_products_meet_the_bound(route, dtype):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((37, 129)).astype(dtype)
+    b = rng.standard_normal((129, 23)).astype(dtype)
+    got = tilemm.matmul(a, b, **route)
+    assert got.dtype == np.matmul(a, b).dtype
+    check_close(got, a, b, np.float64 if dtype == np.float64 else np.float32)
+
+
+def test_bfloat16_comes_back_as_float32_as_numpy_gives_it(route):
+    if ml_dtypes is None:
+        pytest.fail("bfloat16 needs ml_dtypes: pip install ml_dtypes")
+    rng = np.random.default_rng(3)
+    a = integers((9, 33), ml_dtypes.bfloat16, rng)
+    b = integers((33, 5), ml_dtypes.bfloat16, rng)
+    want = np.matmul(a, b)
+    got = tilemm.matmul(a, b, **route)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+
+
+def strided_views(rng, dtype):
+    """(name, A view, B view): transposes, Fortran order, steps, negative strides, offsets."""
+    base_a = integers((40, 50), dtype, rng)
+    base_b = integers((50, 60), dtype, rng)
+    yield "C order", base_a[:20, :30], base_b[:30, :25]
+    yield "transposes", base_a[:30, :20].T, base_b[:25, :30].T
+    yield "Fortran", np.asfortranarray(base_a[:20, :30]), np.asfortranarray(base_b[:30, :25])
+    yield "steps", base_a[::2, 1::3], base_b[:17, ::2]
+    yield "negative", base_a[::-1, ::-2][:20, :25], base_b[::-1, :][:25, 3:40]
+    yield "offset", base_a[5:25, 7:37], base_b[11:41, 13:14]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_any_strides_are_read_as_numpy_reads_them(route, case):
+    rng = np.random.default_rng(11 + case)
+    name, a, b = list(strided_views(rng, np.float32))[case]
+    np.testing.assert_array_equal(tilemm.matmul(a, b, **route), np.matmul(a, b), err_msg=name)
+
+
+BROADCASTS = [
+    ((5, 1, 2, 3), (4, 3, 7)),
+    ((2, 3, 4), (4, 5)),
+    ((3, 4), (2, 4, 5)),
+    ((2, 1, 3, 4), (1, 3, 4, 2)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((4,), (4,)),
+    ((2, 5, 3), (3,)),
+    ((3,), (6, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", BROADCASTS)
+def test_batches_broadcast_and_vectors_are_promoted_as_numpy_does(route, sa, sb):
+    rng = np.random.default_rng(len(sa) * 10 + len(sb))
+    a, b = integers(sa, np.float64, rng), integers(sb, np.float64, rng)
+    want = np.matmul(a, b)
+    got = tilemm.matmul(a, b, **route)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_batch_broadcast_along_part_of_its_dimensions(route):
+    rng = np.random.default_rng(5)
+    # A's (2, 1) batch against B's (3,): no single batch stride covers it.
+    a = integers((2, 1, 4, 3), np.float32, rng)
+    b = integers((3, 3, 5), np.float32, rng)[::-1]
+    np.testing.assert_array_equal(tilemm.matmul(a, b, **route), np.matmul(a, b))
+
+
+@pytest.mark.parametrize(
+    "da,db", [(np.float16, np.float32), (np.float32, np.float64), (np.float16, np.float64)]
+)
+def test_dtypes_promote_as_numpy_promotes_them(route, da, db):
+    rng = np.random.default_rng(9)
+    a, b = integers((6, 7), da, rng), integers((7, 8), db, rng)
+    want = np.matmul(a, b)
+    got = tilemm.matmul(a, b, **route)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_out_is_written_in_place_non_contiguous_included(route):
+    rng = np.random.default_rng(13)
+    a, b = integers((10, 12), np.float32, rng), integers((12, 9), np.float32, rng)
+    big = np.full((30, 30), 7.0, np.float32)
+    out = big[::3, 2:20:2]
+    returned = tilemm.matmul(a, b, out=out, **route)
+    assert returned is out
+    np.testing.assert_array_equal(big[::3, 2:20:2], np.matmul(a, b))
+    # Untouched elsewhere.
+    assert (big[1::3] == 7).all() and (big[::3, 20:] == 7).all()
+    # An f64 product into an f32 out casts as numpy casts ('same_kind').
+    out32 = np.empty((10, 9), np.float32)
+    tilemm.matmul(a.astype(np.float64), b, out=out32, **route)
+    np.testing.assert_array_equal(out32, np.matmul(a, b))
+
+
+def test_out_aliasing_an_input_gives_numpys_result(route):
+    rng = np.random.default_rng(17)
+    a = integers((12, 12), np.float64, rng)
+    b = integers((12, 12), np.float64, rng)
+    want = np.matmul(a, b)
+    tilemm.matmul(a, b, out=a, **route)
+    np.testing.assert_array_equal(a, want)
+    c = integers((12, 12), np.float64, rng)
+    want = 2 * np.matmul(c, c.T) + 0.5 * c
+    tilemm.matmul(c, c.T, out=c, alpha=2.0, beta=0.5, **route)
+    np.testing.assert_array_equal(c, want)
+
+
+def test_alpha_and_beta_follow_the_gemm_contract(route):
+    rng = np.random.default_rng(19)
+    a, b = integers((8, 6), np.float64, rng), integers((6, 5), np.float64, rng)
+    c = integers((8, 5), np.float64, rng)
+    want = 0.5 * np.matmul(a, b) - 2.0 * c
+    tilemm.matmul(a, b, out=c, alpha=0.5, beta=-2.0, **route)
+    np.testing.assert_array_equal(c, want)
+    # beta = 0 does not read out: NaN there does not reach the result.
+    nan = np.full((8, 5), np.nan)
+    tilemm.matmul(a, b, out=nan, beta=0.0, **route)
+    np.testing.assert_array_equal(nan, np.matmul(a, b))
+
+
+def test_empty_products_are_numpys(route):
+    z = tilemm.matmul(np.ones((3, 0)), np.ones((0, 4)), **route)
+    np.testing.assert_array_equal(z, np.zeros((3, 4)))
+    assert tilemm.matmul(np.ones((0, 3)), np.ones((3, 4)), **route).shape == (0, 4)
+    assert tilemm.matmul(np.ones((3, 2)), np.ones((2, 0)), **route).shape == (3, 0)
+    assert tilemm.matmul(np.ones((0, 3, 2)), np.ones((2, 5)), **route).shape == (0, 3, 5)
+    out = np.full((3, 4), 2.0)
+    tilemm.matmul(np.ones((3, 0)), np.ones((0, 4)), out=out, beta=3.0, **route)
+    np.testing.assert_array_equal(out, np.full((3, 4), 6.0))
+
+
+def test_the_acceptance_examples():
+    assert tilemm.matmul(np.ones((5, 1, 2, 3)), np.ones((4, 3, 7))).shape == (5, 4, 2, 7)
+    assert tilemm.matmul(np.ones(3), np.ones((3, 4))).shape == (4,)
+    with pytest.raises(ValueError) as e:
+        tilemm.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    assert isinstance(e.value, tilemm.ShapeError)
+    rng = np.random.default_rng(0)
+    a = rng.random((300, 200)).astype(np.float32)
+    b = rng.random((200, 100)).astype(np.float32)
+    check_close(tilemm.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize(
+    "call,error,words",
+    [
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((4, 5))), tilemm.ShapeError, "core dimension"),
+        (lambda: tilemm.matmul(np.ones(3), 2.0), tilemm.ShapeError, "not have enough dimensions"),
+        (lambda: tilemm.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 4))), tilemm.ShapeError, "broadcast"),
+        (lambda: tilemm.matmul(np.ones((2, 3), np.int64), np.ones((3, 2))), tilemm.DTypeError, "int64"),
+        (lambda: tilemm.matmul(np.ones((2, 3), complex), np.ones((3, 2))), tilemm.DTypeError, "complex"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 3))), tilemm.ShapeError, "shape"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 2), np.int32)), tilemm.DTypeError, "same_kind"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), beta=1.0), tilemm.ArgumentError, "out="),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), alpha=float("nan")), tilemm.ArgumentError, "finite"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), kernel="nope"), tilemm.ArgumentError, "nope"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="tpu"), tilemm.ArgumentError, "tpu"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="cpu:1"), tilemm.UnavailableError, "cpu"),
+    ],
+)
+def test_errors_are_numpys_classes_and_tilemms(call, error, words):
+    with pytest.raises(error) as e:
+        call()
+    assert words in str(e.value)
+    assert isinstance(e.value, tilemm.TilemmError)
+    # Pickled (as a Dask worker sends it) it comes back as the same class.
+    back = pickle.loads(pickle.dumps(e.value))
+    assert type(back) is type(e.value) and str(back) == str(e.value)
+
+
+def test_numpy_classes_are_the_bases():
+    assert issubclass(tilemm.ShapeError, ValueError)
+    assert issubclass(tilemm.DTypeError, TypeError)
+    assert issubclass(tilemm.UnavailableError, RuntimeError)
+    assert isinstance(tilemm.__version__, str) and tilemm.__version__
+
+
+def test_four_threads_at_once(route):
+    rng = np.random.default_rng(23)
+    pairs = [(integers((33, 21), np.float32, rng), integers((21, 17), np.float32, rng)) for _ in range(4)]
+    results = [None] * 4
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(3):
+                results[i] = tilemm.matmul(*pairs[i], **route)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for (a, b), got in zip(pairs, results):
+        np.testing.assert_array_equal(got, np.matmul(a, b))
+
+
+def test_devices_and_device():
+    found = tilemm.devices()
+    assert any(d["backend"] == "wgpu" for d in found), found
+    d = tilemm.Device("wgpu:0")
+    assert "wgpu" in d.route and repr(d).startswith("tilemm.Device('wgpu:0'")
+    assert "CPU" in tilemm.Device("cpu").route
+    assert pickle.loads(pickle.dumps(d)).route == d.route
+
+
+def test_auto_runs_on_the_wgpu_device():
+    # The tuner's choice, verified by it, on lavapipe's kernels.
+    rng = np.random.default_rng(29)
+    a, b = integers((64, 64), np.float32, rng), integers((64, 64), np.float32, rng)
+    np.testing.assert_array_equal(tilemm.matmul(a, b, device="wgpu"), np.matmul(a, b))
+
+
+def test_run_reports_the_example_as_tilemm_run_does():
+    report = tilemm.run(64, 48, 32, backend="wgpu", kernel="tiled")
+    assert report.passed
+    assert report.problem.m == 64 and report.problem.k == 48 and report.problem.n == 32
+    assert report.first_run is not None and report.second_run is not None
+    text = repr(report)
+    for line in ("1st GPU", "2nd GPU", "CPU", "bound", "result      PASS"):
+        assert line in text, text
+    assert report.to_dict()["pass"] is True
+    cpu = tilemm.run(16, backend="cpu")
+    assert cpu.passed and cpu.first_run is None
+    with pytest.raises(tilemm.ShapeError):
+        tilemm.run(0)
+    with pytest.raises(tilemm.DTypeError):
+        tilemm.run(8, dtype="int32")
+
+
+def test_python_dash_m_tilemm_runs_the_example():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "tilemm", "-m", "32", "--backend", "cpu", "--json"],
+        capture_output=True, text=True, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["pass"] is True
+    bad = subprocess.run(
+        [sys.executable, "-m", "tilemm", "--kernel", "nope"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("tilemm: error:"), bad.stderr
