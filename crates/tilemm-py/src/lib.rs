@@ -84,7 +84,7 @@ fn write<I, O>(
     py: Python<'_>,
     gemm: Gemm<'static>,
     [a, b, out]: [&Bound<'_, PyAny>; 3],
-) -> PyResult<String>
+) -> PyResult<(String, f64)>
 where
     I: tilemm::Element + numpy::Element,
     O: tilemm::Element + numpy::Element,
@@ -96,12 +96,13 @@ where
     let run = py
         .detach(|| gemm.write_batched(a, b, c))
         .map_err(|e| to_py(py, e))?;
-    Ok(run.route.to_string())
+    Ok((run.route.to_string(), run.time.as_secs_f64()))
 }
 
 /// C = α·A·B + β·C for 3-D arrays (a batch along axis 0; a batch of 1 serves every entry) into
 /// `out`. A and B share one type (f16, bf16, f32, f64); `out` has theirs, or f32 for f16 and
-/// bf16. Returns the route the product took.
+/// bf16. Returns the route the product took and the library's time for the call (staging,
+/// tuning, the product), in seconds.
 #[pyfunction]
 #[pyo3(signature = (a, b, out, alpha, beta, kernel, backend, index))]
 #[allow(clippy::too_many_arguments)]
@@ -115,7 +116,7 @@ fn gemm<'py>(
     kernel: &str,
     backend: Option<&str>,
     index: Option<usize>,
-) -> PyResult<String> {
+) -> PyResult<(String, f64)> {
     let gemm = configured(py, alpha, beta, kernel, backend, index)?;
     let arrays = [a, b, out];
     let descr = |x: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyArrayDescr>> {

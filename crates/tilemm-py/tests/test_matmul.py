@@ -326,3 +326,11 @@ def test_python_dash_m_tilemm_runs_the_example():
         [sys.executable, "-m", "tilemm", "--kernel", "nope"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and bad.stderr.startswith("tilemm: error:"), bad.stderr
+
+
+def test_the_last_call_says_which_route_it_took():
+    a = np.ones((4, 5), np.float32)
+    tilemm.matmul(a, a.T, device="wgpu", kernel="naive")
+    assert "wgpu" in tilemm.last_call.route and tilemm.last_call.library_seconds > 0
+    tilemm.matmul(a, a.T, device="cpu")
+    assert tilemm.last_call.route.startswith("the CPU")

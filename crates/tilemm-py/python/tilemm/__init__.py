@@ -213,8 +213,16 @@ def _merged(x, batch):
     )
 
 
+#: Per thread, what the last call of :func:`matmul` did: ``route`` (where it ran) and
+#: ``library_seconds`` (the Rust library's time for it, summed over its products), so that a
+#: benchmark can tell the binding's own cost (scripts/bench-python).
+last_call = threading.local()
+
+
 def _gemm3(a, b, c, alpha, beta, kernel, device):
-    _tilemm.gemm(a, b, c, alpha, beta, kernel, device.backend, device.index)
+    route, seconds = _tilemm.gemm(a, b, c, alpha, beta, kernel, device.backend, device.index)
+    last_call.route = route
+    last_call.library_seconds = getattr(last_call, "library_seconds", 0.0) + seconds
 
 
 def _batched(a, b, c, batch, alpha, beta, kernel, device):
@@ -269,6 +277,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     beta = _scalar("beta", beta)
     if not isinstance(kernel, str):
         raise ArgumentError(f"kernel must be a string such as 'auto' or 'tiled', not {kernel!r}")
+    last_call.route, last_call.library_seconds = None, 0.0
     result_dtype, input_dtype = _result_dtype(a, b)
     # The kernels read and write the machine's byte order.
     result_dtype, input_dtype = (d.newbyteorder("=") for d in (result_dtype, input_dtype))
