@@ -11,7 +11,7 @@ import dask
 import dask.array as da
 from distributed import Client, LocalCluster, get_task_stream
 
-import tilemm.dask
+import tilemm.dask  # noqa: F401 (also reachable as tilemm.dask without it)
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,14 @@ def test_every_local_scheduler(scheduler):
     b = integers((40, 21), np.float32, 7)
     got = tilemm.dask.matmul(da.from_array(a, chunks=16), da.from_array(b, chunks=16))
     np.testing.assert_array_equal(got.compute(scheduler=scheduler), a @ b)
+
+
+def test_tilemm_dask_is_reachable_from_the_package():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import tilemm; print(tilemm.dask.matmul.__module__)"],
+        capture_output=True, text=True,
+    )
+    assert out.stdout.strip() == "tilemm.dask", out.stderr

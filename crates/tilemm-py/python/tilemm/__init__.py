@@ -437,3 +437,12 @@ def run(m=256, k=None, n=None, *, dtype="float32", kernel="auto", backend=None, 
         int(m), int(k), int(n), _dtype_name(dtype), kernel, backend, index, int(seed)
     )
     return RunReport(json.loads(fields), text)
+
+
+def __getattr__(name):
+    # `tilemm.dask` without importing it first (it imports Dask, which plain use does not need).
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module("tilemm.dask")
+    raise AttributeError(f"module 'tilemm' has no attribute {name!r}")
