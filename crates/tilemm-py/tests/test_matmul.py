@@ -334,3 +334,12 @@ def test_the_last_call_says_which_route_it_took():
     assert "wgpu" in tilemm.last_call.route and tilemm.last_call.library_seconds > 0
     tilemm.matmul(a, a.T, device="cpu")
     assert tilemm.last_call.route.startswith("the CPU")
+
+
+def test_two_vectors_give_a_scalar_as_numpy_does(route):
+    a, b = np.arange(5.0), np.arange(5.0)[::-1].copy()
+    got = tilemm.matmul(a, b, **route)
+    assert type(got) is type(np.matmul(a, b)) and got == np.matmul(a, b)
+    assert tilemm.matmul(np.ones(0), np.ones(0), **route) == 0.0
+    out = np.zeros(())
+    assert tilemm.matmul(a, b, out=out, **route) is out and out == np.matmul(a, b)

@@ -254,6 +254,11 @@ def _batched(a, b, c, batch, alpha, beta, kernel, device):
         _batched(pick(a), pick(b), c[index], batch[-1:], alpha, beta, kernel, device)
 
 
+def _returned(result, out):
+    # As numpy: a product of two vectors is a scalar unless out= was given.
+    return result[()] if out is None and result.ndim == 0 else result
+
+
 def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
     ``out = alpha * a @ b + beta * out``.
@@ -324,10 +329,10 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
 
     # Empty products: numpy's zeros (K = 0) and empty arrays (M, N or a batch of 0).
     if result.size == 0:
-        return result
+        return _returned(result, out)
     if k == 0:
         result[...] = beta * result if beta != 0.0 else 0
-        return result
+        return _returned(result, out)
 
     # Where tilemm writes: `result` itself where it has the dtype the kernels write and does
     # not overlap an input; else a buffer of that dtype, copied into `result` at the end.
@@ -352,8 +357,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     _batched(a_in, b_in, c_full, batch, alpha, beta, kernel, device)
     if c is not result:
         result[...] = c
-    return result
-
+    return _returned(result, out)
 
 class _Fields:
     """A JSON object's fields as attributes."""
