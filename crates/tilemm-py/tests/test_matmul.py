@@ -343,3 +343,47 @@ def test_two_vectors_give_a_scalar_as_numpy_does(route):
     assert tilemm.matmul(np.ones(0), np.ones(0), **route) == 0.0
     out = np.zeros(())
     assert tilemm.matmul(a, b, out=out, **route) is out and out == np.matmul(a, b)
+
+
+def test_the_gil_is_released_while_the_product_runs():
+    # A product of ~130 ms on the CPU path in another thread: with the GIL released, this
+    # thread keeps running Python meanwhile, in the steps of the interpreter's switch interval
+    # (5 ms); held, it would stop for the whole product.
+    import time
+
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((2048, 2048), dtype=np.float32)
+    b = rng.standard_normal((2048, 2048), dtype=np.float32)
+    start = time.perf_counter()
+    tilemm.matmul(a, b, device="cpu")
+    product = time.perf_counter() - start
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (tilemm.matmul(a, b, device="cpu"), done.set()))
+    longest, last = 0.0, time.perf_counter()
+    worker.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    worker.join()
+    assert longest < product / 2, (
+        f"this thread stopped for {longest * 1e3:.1f} ms of a {product * 1e3:.1f} ms product"
+    )
+
+
+def test_tilemm_device_in_the_environment_pins_the_device():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, tilemm; tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)));"
+        "print(tilemm.last_call.route)"
+    )
+    for device, words in (("wgpu", "through wgpu"), ("cpu", "the CPU")):
+        env = dict(os.environ, TILEMM_DEVICE=device)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert words in out.stdout, (device, out.stdout)
+    env = dict(os.environ, TILEMM_DEVICE="tpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert "ArgumentError" in out.stderr and "tpu" in out.stderr, out.stderr
