@@ -136,6 +136,18 @@ def test_batches_broadcast_and_vectors_are_promoted_as_numpy_does(route, sa, sb)
     np.testing.assert_array_equal(got, want)
 
 
+def test_batch_dimensions_of_one_with_any_stride_are_merged_rightly(route):
+    rng = np.random.default_rng(37)
+    # A slice keeps the stride of a dimension of size 1 from its base, which is not the one a
+    # merge of the batch dimensions around it would need.
+    a = integers((2, 1, 5, 3, 4), np.float64, rng)[:, :, :3]
+    b = integers((4, 2), np.float64, rng)
+    np.testing.assert_array_equal(tilemm.matmul(a, b, **route), np.matmul(a, b))
+    out = np.zeros((2, 1, 5, 3, 2))[:, :, 1:4]
+    tilemm.matmul(a, b, out=out, **route)
+    np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
 def test_a_batch_broadcast_along_part_of_its_dimensions(route):
     rng = np.random.default_rng(5)
     # A's (2, 1) batch against B's (3,): no single batch stride covers it.

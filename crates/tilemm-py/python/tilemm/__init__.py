@@ -198,17 +198,15 @@ def _merged(x, batch):
     """`x` (batch dimensions `batch`, then the matrix) as a 3-D view: its batch dimensions
     merged into one where its strides allow, or None."""
     core = x.shape[-2:]
-    if len(batch) == 0:
-        return x.reshape((1,) + core)
-    strides = x.strides[: len(batch)]
-    for i in range(len(batch) - 1):
-        if batch[i] != 1 and strides[i] != strides[i + 1] * batch[i + 1]:
+    # A dimension of size 1 is never stepped along: its stride says nothing, so it is left out.
+    steps = [(size, stride) for size, stride in zip(batch, x.strides) if size != 1]
+    for (_, outer), (size, inner) in zip(steps, steps[1:]):
+        if outer != inner * size:
             return None
-    total = math.prod(batch)
     return np.lib.stride_tricks.as_strided(
         x,
-        shape=(total,) + core,
-        strides=(strides[-1],) + x.strides[-2:],
+        shape=(math.prod(batch),) + core,
+        strides=(steps[-1][1] if steps else 0,) + x.strides[-2:],
         writeable=x.flags.writeable,
     )
 
