@@ -55,6 +55,17 @@ fn to_py(py: Python<'_>, error: Error) -> PyErr {
     raise(py, class_of(&error), tilemm::one_line(&error.to_string()))
 }
 
+/// A Python argument parsed as the CLI parses it (kernel, backend, dtype), refused as an
+/// `ArgumentError` that names it.
+fn parsed<T: std::str::FromStr<Err = String>>(
+    py: Python<'_>,
+    name: &str,
+    text: &str,
+) -> PyResult<T> {
+    text.parse()
+        .map_err(|e| raise(py, "ArgumentError", format!("{name}={text:?}: {e}")))
+}
+
 /// The front door as the caller configured it.
 fn configured(
     py: Python<'_>,
@@ -64,18 +75,13 @@ fn configured(
     backend: Option<&str>,
     index: Option<usize>,
 ) -> PyResult<Gemm<'static>> {
-    let kernel: KernelChoice = kernel
-        .parse()
-        .map_err(|e: String| raise(py, "ArgumentError", format!("kernel={kernel:?}: {e}")))?;
-    let gemm = Gemm::new().kernel(kernel).alpha(alpha).beta(beta);
+    let gemm = Gemm::new()
+        .kernel(parsed(py, "kernel", kernel)?)
+        .alpha(alpha)
+        .beta(beta);
     match backend {
         None => Ok(gemm),
-        Some(name) => {
-            let backend: Backend = name
-                .parse()
-                .map_err(|e: String| raise(py, "ArgumentError", e))?;
-            Ok(gemm.device(backend, index))
-        }
+        Some(name) => Ok(gemm.device(parsed(py, "device", name)?, index)),
     }
 }
 
@@ -210,16 +216,11 @@ fn run(
 ) -> PyResult<(String, String)> {
     use tilemm::io::inputs::{self, Source};
     use tilemm::measure::run::{RunOptions, Runner};
-    let dtype: tilemm::DType = dtype
-        .parse()
-        .map_err(|e: String| raise(py, "ArgumentError", e))?;
-    let kernel: KernelChoice = kernel
-        .parse()
-        .map_err(|e: String| raise(py, "ArgumentError", format!("kernel={kernel:?}: {e}")))?;
+    let dtype: tilemm::DType = parsed(py, "dtype", dtype)?;
+    let kernel: KernelChoice = parsed(py, "kernel", kernel)?;
     let backend = backend
-        .map(str::parse::<Backend>)
-        .transpose()
-        .map_err(|e| raise(py, "ArgumentError", e))?;
+        .map(|name| parsed::<Backend>(py, "backend", name))
+        .transpose()?;
     let options = RunOptions {
         backend,
         device: index,

@@ -40,10 +40,6 @@ def _chunk_sum(a, axis=None, dtype=None, keepdims=None):
     return out if keepdims else out.squeeze(axis[0])
 
 
-def _dtype(x):
-    return np.empty((0, 0), dtype=x.dtype)
-
-
 def matmul(x, y, *, kernel="auto", device=None):
     """``dask.array.matmul(x, y)`` with tilemm computing each block: a dask array, lazy until
     computed. ``x`` and ``y`` are dask arrays (or anything ``dask.array.asarray`` takes);
@@ -53,30 +49,23 @@ def matmul(x, y, *, kernel="auto", device=None):
     x = da.asarray(x)
     y = da.asarray(y)
     if x.ndim == 0 or y.ndim == 0:
-        operand = 0 if x.ndim == 0 else 1
-        raise tilemm.ShapeError(
-            f"matmul: Input operand {operand} does not have enough dimensions (has 0, gufunc "
-            "core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
-        )
+        raise tilemm._signature_error(0 if x.ndim == 0 else 1, 0)
     if isinstance(device, tilemm.Device):
         device = device.backend if device.index is None else f"{device.backend}:{device.index}"
     if device is not None and not isinstance(device, str):
         raise tilemm.ArgumentError(
             f"device must be a name such as 'cuda:1' (each worker opens it), not {device!r}"
         )
-    # The result's dtype as tilemm.matmul gives it, checked here rather than on a worker.
-    result_dtype = tilemm.matmul(_dtype(x), _dtype(y)).dtype
+    # The result's dtype as tilemm.matmul gives it, checked here rather than on a worker
+    # (without opening a device on the client).
+    result_dtype = tilemm._result_dtype(x, y)[0]
     x_vector, y_vector = x.ndim == 1, y.ndim == 1
     if x_vector:
         x = x[np.newaxis, :]
     if y_vector:
         y = y[:, np.newaxis]
     if x.shape[-1] != y.shape[-2]:
-        raise tilemm.ShapeError(
-            "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
-            f"signature (n?,k),(k,m?)->(n?,m?) (size {y.shape[-2]} is different from "
-            f"{x.shape[-1]})"
-        )
+        raise tilemm._core_error("Input", 1, 0, y.shape[-2], x.shape[-1])
     if x.ndim < y.ndim:
         x = x[(y.ndim - x.ndim) * (np.newaxis,)]
     elif x.ndim > y.ndim:
