@@ -80,14 +80,15 @@ pub(crate) fn measured(
 ) -> Result<Measurement> {
     let verified = warm_up()?;
     let samples = Samples::take(repeat.max(1), run)?;
+    let median_ms = samples.median();
     Ok(Measurement {
         implementation,
         problem: *problem,
         computed: problem.precision,
         timing,
         min_ms: samples.min(),
-        median_ms: samples.median(),
-        gflops: problem.flops() / (samples.median() * 1e-3) / 1e9,
+        median_ms,
+        gflops: problem.flops() / (median_ms * 1e-3) / 1e9,
         percent_of_peak: None,
         samples_ms: samples.0,
         verified,
