@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -510,22 +509,13 @@ impl CacheFile {
     /// read) and replaces the file at once, by a rename, so that a reader never sees half;
     /// savers take turns through an advisory lock on `<file>.lock`.
     fn save(path: &Path, key: &str, entry: Entry) -> std::io::Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        // Processes saving at once take turns, so that none drops another's entry.
-        let mut lock_path = path.as_os_str().to_owned();
-        lock_path.push(".lock");
-        let lock = crate::io::files::lock(Path::new(&lock_path), LOCK_WAIT)?;
-        let mut file = Self::load(path, &mut Vec::new());
-        file.entries.insert(key.into(), entry);
-        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-        let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
-        temp.write_all(text.as_bytes())?;
-        temp.write_all(b"\n")?;
-        temp.as_file().sync_all()?;
-        temp.persist(path).map_err(|e| e.error)?;
-        drop(lock);
-        Ok(())
+        crate::io::files::replace_locked(path, LOCK_WAIT, || {
+            let mut file = Self::load(path, &mut Vec::new());
+            file.entries.insert(key.into(), entry);
+            let mut text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
+            text.push('\n');
+            Ok(text.into_bytes())
+        })
     }
 }
 

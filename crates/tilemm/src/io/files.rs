@@ -49,12 +49,12 @@ fn not_regular(what: &str) -> io::Error {
 }
 
 /// The whole of the regular file at `path`, refused past `limit` bytes.
-pub(crate) fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     read_file(open_regular(path, OpenOptions::new().read(true))?, limit)
 }
 
 /// The whole of an open regular file, refused past `limit` bytes.
-pub(crate) fn read_file(file: File, limit: u64) -> io::Result<Vec<u8>> {
+pub fn read_file(file: File, limit: u64) -> io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > limit {
         return Err(io::Error::new(
@@ -79,7 +79,7 @@ pub(crate) fn read_file(file: File, limit: u64) -> io::Result<Vec<u8>> {
 /// that keeps it longer (a stopped process) costs a note, not a hang.
 /// Anything else at `path` (a FIFO, a link, a directory) is removed first: it is a path in
 /// tilemm's cache directory, and a lock file's content means nothing.
-pub(crate) fn lock(path: &Path, wait: Duration) -> io::Result<File> {
+pub fn lock(path: &Path, wait: Duration) -> io::Result<File> {
     // Read-only where it is another user's: flock needs no write access.
     let open = || {
         open_regular(
@@ -124,6 +124,30 @@ pub(crate) fn lock(path: &Path, wait: Duration) -> io::Result<File> {
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
     }
+}
+
+/// Replaces the file at `path` at once, by a rename, with what `contents` returns, so that a
+/// reader never sees half. Writers take turns through [`lock`] on `<path>.lock` (waiting at
+/// most `wait`), and `contents` runs inside that turn: it can read the file as it is now,
+/// another process may have written it since it was last read, and add to it.
+pub fn replace_locked(
+    path: &Path,
+    wait: Duration,
+    contents: impl FnOnce() -> io::Result<Vec<u8>>,
+) -> io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock = lock(Path::new(&lock_path), wait)?;
+    let bytes = contents()?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(&bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    drop(lock);
+    Ok(())
 }
 
 /// Removes what is at `path`, a folder with what it holds.

@@ -1,5 +1,5 @@
 //! What comes in and goes out of the process: operands (seeded random data or `.npy` files)
 //! and output files, and the files tilemm keeps, opened as untrusted input.
 
-pub(crate) mod files;
+pub mod files;
 pub mod inputs;

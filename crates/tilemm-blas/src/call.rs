@@ -1,0 +1,382 @@
+//! One GEMM call as the Fortran interface describes it (column-major, C = α·op(A)·op(B) + β·C),
+//! its argument check with the reference BLAS's parameter numbers, and the CBLAS call turned
+//! into it as the reference CBLAS does (row-major: the transposed product, A and B swapped).
+
+use std::os::raw::c_int;
+
+/// An element type the library exports GEMM for.
+pub trait Real: tilemm::Element + Copy + PartialEq + std::ops::Mul<Output = Self> {
+    /// Zero and one, for the reference's special cases.
+    const ZERO: Self;
+    /// One.
+    const ONE: Self;
+    /// The routine's name as the reference passes it to `xerbla_` (six characters).
+    const XERBLA_NAME: &'static str;
+    /// The Fortran symbol (`sgemm_`).
+    const FORTRAN: &'static str;
+    /// The CBLAS symbol (`cblas_sgemm`).
+    const CBLAS: &'static str;
+}
+
+impl Real for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    const XERBLA_NAME: &'static str = "SGEMM ";
+    const FORTRAN: &'static str = "sgemm_";
+    const CBLAS: &'static str = "cblas_sgemm";
+}
+
+impl Real for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    const XERBLA_NAME: &'static str = "DGEMM ";
+    const FORTRAN: &'static str = "dgemm_";
+    const CBLAS: &'static str = "cblas_dgemm";
+}
+
+/// op(X): X or its transpose (`C`, the conjugate transpose, is the transpose for reals).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// X.
+    N,
+    /// Xᵀ.
+    T,
+}
+
+impl Op {
+    /// The Fortran character (either case), or `None` for any other.
+    pub fn from_char(c: u8) -> Option<Op> {
+        match c.to_ascii_uppercase() {
+            b'N' => Some(Op::N),
+            b'T' | b'C' => Some(Op::T),
+            _ => None,
+        }
+    }
+
+    /// The character the log and a forwarded call use.
+    pub fn char(self) -> u8 {
+        match self {
+            Op::N => b'N',
+            Op::T => b'T',
+        }
+    }
+}
+
+/// A Fortran-interface GEMM call: C (m×n, leading dimension ldc) = α·op(A)·op(B) + β·C, with
+/// op(A) m×k and op(B) k×n, all column-major.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<T> {
+    /// The characters as given (checked by [`Call::check`]).
+    pub trans: [u8; 2],
+    /// M, N, K as given.
+    pub m: c_int,
+    /// N.
+    pub n: c_int,
+    /// K.
+    pub k: c_int,
+    /// α.
+    pub alpha: T,
+    /// A and its leading dimension.
+    pub a: *const T,
+    /// lda.
+    pub lda: c_int,
+    /// B.
+    pub b: *const T,
+    /// ldb.
+    pub ldb: c_int,
+    /// β.
+    pub beta: T,
+    /// C.
+    pub c: *mut T,
+    /// ldc.
+    pub ldc: c_int,
+}
+
+/// What a checked call asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// Nothing: M or N is 0, or (α = 0 or K = 0) and β = 1.
+    None,
+    /// C = β·C only (α = 0 or K = 0), which the reference computes without reading A and B.
+    Scale,
+    /// The product.
+    Product,
+}
+
+impl<T: Real> Call<T> {
+    /// op(A) and op(B).
+    pub fn ops(&self) -> [Op; 2] {
+        self.trans.map(|c| Op::from_char(c).unwrap_or(Op::N))
+    }
+
+    /// The reference's argument check, in its order: `Err(n)` names the first parameter that
+    /// is wrong by its number (TRANSA 1, TRANSB 2, M 3, N 4, K 5, LDA 8, LDB 10, LDC 13).
+    pub fn check(&self) -> Result<Work, c_int> {
+        let [ta, tb] = self.trans.map(Op::from_char);
+        let (Some(ta), Some(tb)) = (ta, tb) else {
+            return Err(if ta.is_none() { 1 } else { 2 });
+        };
+        let rows_a = if ta == Op::N { self.m } else { self.k };
+        let rows_b = if tb == Op::N { self.k } else { self.n };
+        let wrong = [
+            (self.m < 0, 3),
+            (self.n < 0, 4),
+            (self.k < 0, 5),
+            (self.lda < rows_a.max(1), 8),
+            (self.ldb < rows_b.max(1), 10),
+            (self.ldc < self.m.max(1), 13),
+        ];
+        if let Some(&(_, number)) = wrong.iter().find(|(bad, _)| *bad) {
+            return Err(number);
+        }
+        let no_product = self.alpha == T::ZERO || self.k == 0;
+        Ok(
+            if self.m == 0 || self.n == 0 || (no_product && self.beta == T::ONE) {
+                Work::None
+            } else if no_product {
+                Work::Scale
+            } else {
+                Work::Product
+            },
+        )
+    }
+
+    /// C = β·C, as the reference does it: β = 0 writes zeros without reading C (a NaN there
+    /// does not survive).
+    ///
+    /// # Safety
+    /// C must hold the m×n block the call describes, with leading dimension ldc.
+    pub unsafe fn scale(&self) {
+        for j in 0..self.n as usize {
+            let column = self.c.add(j * self.ldc as usize);
+            for i in 0..self.m as usize {
+                let x = column.add(i);
+                *x = if self.beta == T::ZERO {
+                    T::ZERO
+                } else {
+                    self.beta * *x
+                };
+            }
+        }
+    }
+
+    /// The number of multiply-adds, as a float (the model's measure of size).
+    pub fn fmas(&self) -> f64 {
+        self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// The CBLAS enumerations' values.
+pub mod cblas {
+    use std::os::raw::c_int;
+    /// `CblasRowMajor`.
+    pub const ROW_MAJOR: c_int = 101;
+    /// `CblasColMajor`.
+    pub const COL_MAJOR: c_int = 102;
+    /// `CblasNoTrans`.
+    pub const NO_TRANS: c_int = 111;
+    /// `CblasTrans`.
+    pub const TRANS: c_int = 112;
+    /// `CblasConjTrans`.
+    pub const CONJ_TRANS: c_int = 113;
+}
+
+/// Why a CBLAS call was refused before it became a Fortran call: the parameter number the
+/// reference CBLAS passes to `cblas_xerbla`, and its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CblasRefusal {
+    /// 1 (layout), 2 (TransA) or 3 (TransB).
+    pub number: c_int,
+    /// "Illegal TransA setting, 7", say.
+    pub message: String,
+}
+
+/// A CBLAS call as the reference CBLAS turns it into a Fortran call: column-major as it is;
+/// row-major as the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, that is M and N, A and B swapped. Returns
+/// the call and whether it was row-major.
+#[allow(clippy::too_many_arguments)]
+pub fn from_cblas<T: Real>(
+    layout: c_int,
+    trans_a: c_int,
+    trans_b: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: T,
+    a: *const T,
+    lda: c_int,
+    b: *const T,
+    ldb: c_int,
+    beta: T,
+    c: *mut T,
+    ldc: c_int,
+) -> Result<(Call<T>, bool), CblasRefusal> {
+    let row_major = match layout {
+        cblas::COL_MAJOR => false,
+        cblas::ROW_MAJOR => true,
+        other => {
+            return Err(CblasRefusal {
+                number: 1,
+                message: format!("Illegal layout setting, {other}"),
+            })
+        }
+    };
+    let char_of = |t: c_int, number: c_int, name: &str| match t {
+        cblas::NO_TRANS => Ok(b'N'),
+        cblas::TRANS => Ok(b'T'),
+        cblas::CONJ_TRANS => Ok(b'C'),
+        other => Err(CblasRefusal {
+            number,
+            message: format!("Illegal {name} setting, {other}"),
+        }),
+    };
+    let ta = char_of(trans_a, 2, "TransA")?;
+    let tb = char_of(trans_b, 3, "TransB")?;
+    let call = if row_major {
+        Call {
+            trans: [tb, ta],
+            m: n,
+            n: m,
+            k,
+            alpha,
+            a: b,
+            lda: ldb,
+            b: a,
+            ldb: lda,
+            beta,
+            c,
+            ldc,
+        }
+    } else {
+        Call {
+            trans: [ta, tb],
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            lda,
+            b,
+            ldb,
+            beta,
+            c,
+            ldc,
+        }
+    };
+    Ok((call, row_major))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(trans: [u8; 2], mnk: [c_int; 3], lds: [c_int; 3]) -> Call<f64> {
+        Call {
+            trans,
+            m: mnk[0],
+            n: mnk[1],
+            k: mnk[2],
+            alpha: 1.0,
+            a: std::ptr::null(),
+            lda: lds[0],
+            b: std::ptr::null(),
+            ldb: lds[1],
+            beta: 0.0,
+            c: std::ptr::null_mut(),
+            ldc: lds[2],
+        }
+    }
+
+    #[test]
+    fn arguments_are_refused_with_the_reference_numbers_in_its_order() {
+        let ok = call(*b"NN", [2, 3, 4], [2, 4, 2]);
+        assert_eq!(ok.check(), Ok(Work::Product));
+        assert_eq!(call(*b"/N", [2, 3, 4], [2, 4, 2]).check(), Err(1));
+        assert_eq!(call(*b"N/", [2, 3, 4], [2, 4, 2]).check(), Err(2));
+        // TRANSA is checked before TRANSB, M before N.
+        assert_eq!(call(*b"//", [-1, -1, 4], [2, 4, 2]).check(), Err(1));
+        assert_eq!(call(*b"NN", [-1, -1, 4], [2, 4, 2]).check(), Err(3));
+        assert_eq!(call(*b"NN", [2, -1, 4], [2, 4, 2]).check(), Err(4));
+        assert_eq!(call(*b"NN", [2, 3, -1], [2, 4, 2]).check(), Err(5));
+        assert_eq!(call(*b"NN", [2, 3, 4], [1, 4, 2]).check(), Err(8));
+        assert_eq!(call(*b"NN", [2, 3, 4], [2, 3, 2]).check(), Err(10));
+        assert_eq!(call(*b"NN", [2, 3, 4], [2, 4, 1]).check(), Err(13));
+        // Transposed, A is k×m and B n×k as stored; lowercase and 'C' are accepted.
+        assert_eq!(
+            call(*b"tc", [2, 3, 4], [4, 3, 2]).check(),
+            Ok(Work::Product)
+        );
+        assert_eq!(call(*b"TN", [2, 3, 4], [3, 4, 2]).check(), Err(8));
+        assert_eq!(call(*b"NT", [2, 3, 4], [2, 2, 2]).check(), Err(10));
+        // A leading dimension is at least 1, even of an empty matrix.
+        assert_eq!(call(*b"NN", [0, 0, 0], [0, 1, 1]).check(), Err(8));
+    }
+
+    #[test]
+    fn the_reference_special_cases_are_kept() {
+        let mut c = call(*b"NN", [0, 3, 4], [1, 4, 1]);
+        assert_eq!(c.check(), Ok(Work::None));
+        c = call(*b"NN", [2, 3, 0], [2, 1, 2]);
+        assert_eq!(c.check(), Ok(Work::Scale));
+        c.beta = 1.0;
+        assert_eq!(c.check(), Ok(Work::None));
+        c = call(*b"NN", [2, 3, 4], [2, 4, 2]);
+        c.alpha = 0.0;
+        assert_eq!(c.check(), Ok(Work::Scale));
+    }
+
+    #[test]
+    fn scaling_by_zero_clears_nan_and_leaves_the_padding() {
+        let mut data = [f64::NAN, 2.0, -7.0, f64::INFINITY, 3.0, -7.0];
+        let mut c = call(*b"NN", [2, 2, 0], [2, 1, 3]);
+        c.c = data.as_mut_ptr();
+        unsafe { c.scale() };
+        assert_eq!(data[..2], [0.0, 0.0]);
+        assert_eq!(data[2], -7.0);
+        assert_eq!(data[3..5], [0.0, 0.0]);
+        c.beta = 2.0;
+        data[0] = 1.5;
+        unsafe { c.scale() };
+        assert_eq!(data[0], 3.0);
+    }
+
+    #[test]
+    fn row_major_is_the_transposed_column_major_product() {
+        // Three distinct addresses (never read).
+        let mut x = [0f32; 3];
+        let c = x.as_mut_ptr();
+        let (a, b) = (
+            c.wrapping_add(1) as *const f32,
+            c.wrapping_add(2) as *const f32,
+        );
+        let (call, row) = from_cblas(
+            cblas::ROW_MAJOR,
+            cblas::TRANS,
+            cblas::NO_TRANS,
+            2,
+            3,
+            4,
+            1.0,
+            a,
+            5,
+            b,
+            6,
+            0.0,
+            c,
+            7,
+        )
+        .unwrap();
+        assert!(row);
+        assert_eq!((call.m, call.n, call.k), (3, 2, 4));
+        assert_eq!(call.trans, *b"NT");
+        assert_eq!((call.a, call.lda, call.b, call.ldb), (b, 6, a, 5));
+        let refused = |layout, ta, tb| {
+            from_cblas(layout, ta, tb, 1, 1, 1, 1.0, a, 1, b, 1, 0.0, c, 1)
+                .unwrap_err()
+                .number
+        };
+        assert_eq!(refused(7, cblas::NO_TRANS, cblas::NO_TRANS), 1);
+        assert_eq!(refused(cblas::COL_MAJOR, 7, cblas::NO_TRANS), 2);
+        assert_eq!(refused(cblas::ROW_MAJOR, cblas::NO_TRANS, 7), 3);
+    }
+}

@@ -1,0 +1,261 @@
+//! `libtilemm_blas.so`: a drop-in BLAS for GEMM. Put in front of a program's BLAS with
+//! `LD_PRELOAD`, it takes the program's `sgemm_`, `dgemm_`, `cblas_sgemm` and `cblas_dgemm`
+//! calls and sends each to the fastest of tilemm's kernels on the GPU (transfers included),
+//! tilemm's CPU path, or the BLAS underneath (the next definition of the symbol), by a model of
+//! speeds measured on this machine (`model`). Every other BLAS routine stays the
+//! program's BLAS's.
+//!
+//! - `TILEMM_BLAS=auto|gpu|cpu|off` forces a route (`auto`, the default, measures);
+//! - `TILEMM_BLAS_LOG=FILE` appends one line per call: the shape, the route and the time;
+//! - `TILEMM_DEVICE=wgpu|cuda:1|…` names the GPU (a CPU emulation such as lavapipe is a
+//!   candidate of `auto` only when named).
+//!
+//! Arguments are checked as the reference BLAS checks them, and refused through the `xerbla_`
+//! the program sees (its own, else its BLAS's) with the reference's parameter numbers; CBLAS
+//! calls become Fortran calls as the reference CBLAS makes them. A failure on the device path
+//! (no device, out of memory) computes that call on the CPU, with a line in the log; nothing
+//! panics or unwinds into the host program.
+
+pub mod call;
+pub mod model;
+pub mod route;
+pub mod symbols;
+
+use std::cell::Cell;
+use std::os::raw::{c_char, c_int};
+
+use call::{Call, Real};
+use route::Entry;
+
+thread_local! {
+    /// Whether this thread is inside one of this library's entry points: a BLAS underneath
+    /// that calls back into the symbol it was reached through is forwarded, not routed again.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `body` as one entry point: re-entered calls are forwarded to the BLAS underneath, and a
+/// panic stops at this boundary (it would abort the host program), computing the call there.
+fn entry_point<T: Real>(call: &Call<T>, body: impl FnOnce()) {
+    if INSIDE.with(|inside| inside.replace(true)) {
+        // SAFETY: the caller's pointers, as it gave them to the BLAS.
+        unsafe { route::forward(call) };
+        return;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    if result.is_err() {
+        // C is written only once a route has its result: recompute it below.
+        // SAFETY: as above.
+        unsafe { route::forward(call) };
+    }
+    INSIDE.with(|inside| inside.set(false));
+}
+
+/// The Fortran entry point: check, then route.
+///
+/// # Safety
+/// The Fortran BLAS's contract.
+#[allow(clippy::too_many_arguments)]
+unsafe fn fortran<T: Real>(
+    trans_a: *const c_char,
+    trans_b: *const c_char,
+    m: *const c_int,
+    n: *const c_int,
+    k: *const c_int,
+    alpha: *const T,
+    a: *const T,
+    lda: *const c_int,
+    b: *const T,
+    ldb: *const c_int,
+    beta: *const T,
+    c: *mut T,
+    ldc: *const c_int,
+) {
+    let call = Call {
+        trans: [*trans_a as u8, *trans_b as u8],
+        m: *m,
+        n: *n,
+        k: *k,
+        alpha: *alpha,
+        a,
+        lda: *lda,
+        b,
+        ldb: *ldb,
+        beta: *beta,
+        c,
+        ldc: *ldc,
+    };
+    let entry = Entry {
+        symbol: T::FORTRAN,
+        row_major: None,
+    };
+    entry_point(&call, || match call.check() {
+        Ok(work) => route::run(&entry, &call, work),
+        Err(number) => {
+            route::log_refusal(&entry, &call, number);
+            symbols::xerbla(T::XERBLA_NAME, number);
+        }
+    });
+}
+
+/// The CBLAS entry point: the reference CBLAS's checks and conversion, then the Fortran one's.
+///
+/// # Safety
+/// The CBLAS contract.
+#[allow(clippy::too_many_arguments)]
+unsafe fn cblas<T: Real>(
+    layout: c_int,
+    trans_a: c_int,
+    trans_b: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: T,
+    a: *const T,
+    lda: c_int,
+    b: *const T,
+    ldb: c_int,
+    beta: T,
+    c: *mut T,
+    ldc: c_int,
+) {
+    let converted = call::from_cblas(
+        layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+    );
+    // As the reference CBLAS: its globals say a C caller, in which layout, while the call runs.
+    symbols::set_cblas_globals(layout == call::cblas::ROW_MAJOR, true);
+    match converted {
+        Err(refusal) => {
+            route::log(|| {
+                format!(
+                    "{} refused: parameter {} is wrong ({}; reported through cblas_xerbla)",
+                    T::CBLAS,
+                    refusal.number,
+                    refusal.message
+                )
+            });
+            symbols::cblas_xerbla(T::CBLAS, refusal.number, &refusal.message);
+        }
+        Ok((call, row_major)) => {
+            let entry = Entry {
+                symbol: T::CBLAS,
+                row_major: Some(row_major),
+            };
+            entry_point(&call, || match call.check() {
+                Ok(work) => route::run(&entry, &call, work),
+                // Numbered as the Fortran call's, as the reference's; a CBLAS-aware xerbla_
+                // renumbers them from the globals.
+                Err(number) => {
+                    route::log_refusal(&entry, &call, number);
+                    symbols::xerbla(T::XERBLA_NAME, number);
+                }
+            });
+        }
+    }
+    symbols::set_cblas_globals(false, false);
+}
+
+/// Fortran SGEMM: C = α·op(A)·op(B) + β·C, column-major, every argument by reference.
+///
+/// # Safety
+/// The Fortran BLAS's contract: valid pointers for the shapes and leading dimensions given.
+#[no_mangle]
+pub unsafe extern "C" fn sgemm_(
+    trans_a: *const c_char,
+    trans_b: *const c_char,
+    m: *const c_int,
+    n: *const c_int,
+    k: *const c_int,
+    alpha: *const f32,
+    a: *const f32,
+    lda: *const c_int,
+    b: *const f32,
+    ldb: *const c_int,
+    beta: *const f32,
+    c: *mut f32,
+    ldc: *const c_int,
+    _trans_a_len: usize,
+    _trans_b_len: usize,
+) {
+    fortran(
+        trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+    );
+}
+
+/// Fortran DGEMM, as [`sgemm_`] in f64.
+///
+/// # Safety
+/// As [`sgemm_`].
+#[no_mangle]
+pub unsafe extern "C" fn dgemm_(
+    trans_a: *const c_char,
+    trans_b: *const c_char,
+    m: *const c_int,
+    n: *const c_int,
+    k: *const c_int,
+    alpha: *const f64,
+    a: *const f64,
+    lda: *const c_int,
+    b: *const f64,
+    ldb: *const c_int,
+    beta: *const f64,
+    c: *mut f64,
+    ldc: *const c_int,
+    _trans_a_len: usize,
+    _trans_b_len: usize,
+) {
+    fortran(
+        trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+    );
+}
+
+/// `cblas_sgemm`: row- or column-major.
+///
+/// # Safety
+/// The CBLAS contract: valid pointers for the shapes and leading dimensions given.
+#[no_mangle]
+pub unsafe extern "C" fn cblas_sgemm(
+    layout: c_int,
+    trans_a: c_int,
+    trans_b: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: f32,
+    a: *const f32,
+    lda: c_int,
+    b: *const f32,
+    ldb: c_int,
+    beta: f32,
+    c: *mut f32,
+    ldc: c_int,
+) {
+    cblas(
+        layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+    );
+}
+
+/// `cblas_dgemm`, as [`cblas_sgemm`] in f64.
+///
+/// # Safety
+/// As [`cblas_sgemm`].
+#[no_mangle]
+pub unsafe extern "C" fn cblas_dgemm(
+    layout: c_int,
+    trans_a: c_int,
+    trans_b: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: f64,
+    a: *const f64,
+    lda: c_int,
+    b: *const f64,
+    ldb: c_int,
+    beta: f64,
+    c: *mut f64,
+    ldc: c_int,
+) {
+    cblas(
+        layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+    );
+}

@@ -1,0 +1,537 @@
+//! Where a call goes: the setting (`TILEMM_BLAS`), the routes this process has, the model's
+//! choice, the fallback when the device fails, and the log (`TILEMM_BLAS_LOG`).
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::Write as _;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
+use tilemm::{Backend, DeviceKind, GpuSession};
+
+use crate::call::{Call, Op, Real, Work};
+use crate::model::{Candidate, Choice, Model};
+use crate::symbols;
+
+/// `TILEMM_BLAS`: which route calls take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The fastest by the model (the default).
+    Auto,
+    /// tilemm's kernels on the GPU (on a failure, the CPU for that call).
+    Gpu,
+    /// tilemm's CPU path.
+    Cpu,
+    /// The BLAS underneath, as if this library were not there.
+    Off,
+}
+
+impl Mode {
+    fn parse(text: &str) -> Result<Mode, String> {
+        match text.trim() {
+            "" | "auto" => Ok(Mode::Auto),
+            "gpu" => Ok(Mode::Gpu),
+            "cpu" => Ok(Mode::Cpu),
+            "off" => Ok(Mode::Off),
+            other => Err(format!(
+                "TILEMM_BLAS={other:?} is not auto, gpu, cpu or off; every call goes to the BLAS \
+                 underneath"
+            )),
+        }
+    }
+}
+
+/// The routes a call can take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// tilemm's kernels on the GPU session.
+    Gpu,
+    /// tilemm's CPU path.
+    Cpu,
+    /// The BLAS underneath.
+    Blas,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::Gpu => "gpu",
+            Route::Cpu => "cpu",
+            Route::Blas => "blas",
+        }
+    }
+}
+
+/// The process's setting, read once.
+struct Settings {
+    mode: Mode,
+    /// `TILEMM_DEVICE`: a backend and index, `None` for the best GPU.
+    device: Option<(Backend, Option<usize>)>,
+    log: Option<Mutex<File>>,
+}
+
+fn settings() -> &'static Settings {
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    SETTINGS.get_or_init(|| {
+        let mut problems = Vec::new();
+        let mode =
+            Mode::parse(&std::env::var("TILEMM_BLAS").unwrap_or_default()).unwrap_or_else(|e| {
+                problems.push(e);
+                Mode::Off
+            });
+        let device = match std::env::var("TILEMM_DEVICE") {
+            Ok(text) if !text.trim().is_empty() => match parse_device(text.trim()) {
+                Ok(device) => Some(device),
+                Err(e) => {
+                    problems.push(format!("TILEMM_DEVICE={text:?}: {e}; the best GPU is used"));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let log = std::env::var_os("TILEMM_BLAS_LOG")
+            .filter(|p| !p.is_empty())
+            .and_then(|path| match open_log(std::path::Path::new(&path)) {
+                Ok(file) => Some(Mutex::new(file)),
+                Err(e) => {
+                    problems.push(format!(
+                        "TILEMM_BLAS_LOG={}: {e}; no log is written",
+                        path.to_string_lossy()
+                    ));
+                    None
+                }
+            });
+        // The host program's stderr: one line for each setting that could not be used.
+        for problem in &problems {
+            eprintln!("tilemm-blas: {problem}");
+        }
+        Settings { mode, device, log }
+    })
+}
+
+/// `backend` or `backend:index`, as the Python package's `TILEMM_DEVICE` reads it.
+fn parse_device(text: &str) -> Result<(Backend, Option<usize>), String> {
+    let (name, index) = match text.split_once(':') {
+        Some((name, index)) => (
+            name,
+            Some(
+                index
+                    .parse::<usize>()
+                    .map_err(|_| format!("device index {index:?} is not a number"))?,
+            ),
+        ),
+        None => (text, None),
+    };
+    Ok((name.parse::<Backend>()?, index))
+}
+
+/// The log, appended to: a regular file (created if absent), a FIFO with a reader, or a
+/// terminal or other character device (`/dev/stderr`); opened without blocking, so that a FIFO
+/// with no reader is an error and not a hang.
+fn open_log(path: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(std::io::Error::other("a directory"));
+    }
+    Ok(file)
+}
+
+/// Writes one line to the log, if there is one.
+pub(crate) fn log(line: impl FnOnce() -> String) {
+    if let Some(file) = &settings().log {
+        let mut line = line();
+        line.push('\n');
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        // A log that cannot take a line (a full disk) costs the line, never the call.
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// The GPU session, opened by the first call that needs it, or why there is none.
+fn gpu() -> Result<&'static GpuSession, &'static str> {
+    static GPU: OnceLock<Result<&'static GpuSession, String>> = OnceLock::new();
+    let opened = GPU.get_or_init(|| {
+        // Opening a driver raises floating-point flags of its own (lavapipe's LLVM does).
+        let _flags = FloatEnvironment::saved();
+        let (backend, index) = match settings().device {
+            Some((backend, index)) => (Some(backend), index),
+            None => (None, None),
+        };
+        let mut notes = Vec::new();
+        let opened = tilemm::runtime::backend::open_device(backend, index, &mut notes);
+        // Dropped, not run: a panic in a driver must not reach the host program.
+        let session = match opened {
+            Ok(Some(session)) => Ok(&*Box::leak(Box::new(session))),
+            Ok(None) => Err(notes.join("; ")),
+            Err(e) => Err(tilemm::one_line(&e.to_string())),
+        };
+        let described = match &session {
+            Ok(gpu) => format!(
+                "gpu = {} {} ({})",
+                gpu.backend(),
+                gpu.info().name,
+                gpu.info().driver
+            ),
+            Err(why) => format!("gpu = none: {why}"),
+        };
+        log(|| format!("tilemm-blas {}: {described}", std::process::id()));
+        session
+    });
+    opened.as_ref().map_err(String::as_str).copied()
+}
+
+/// What identifies a route in the model.
+fn identity<T: Real>(route: Route) -> String {
+    match route {
+        Route::Gpu => match gpu() {
+            Ok(gpu) => format!(
+                "gpu {} {} ({})",
+                gpu.backend(),
+                gpu.info().name,
+                gpu.info().driver
+            ),
+            Err(_) => "gpu none".into(),
+        },
+        Route::Cpu => format!(
+            "cpu {}, {} threads",
+            tilemm::host::cpu::CPU_GEMM,
+            tilemm::host::cpu::threads()
+        ),
+        Route::Blas => format!(
+            "blas {}",
+            symbols::next::<T>().map_or("none", |n| n.library.as_str())
+        ),
+    }
+}
+
+/// The routes `auto` chooses among: the BLAS underneath (where there is one), tilemm's CPU
+/// path, and the GPU when there is one that is not a CPU emulation (lavapipe is slower than the
+/// CPU path; naming it with `TILEMM_DEVICE` makes it a candidate).
+fn candidates<T: Real>() -> Vec<Route> {
+    let mut routes = Vec::new();
+    if symbols::next::<T>().is_some() {
+        routes.push(Route::Blas);
+    }
+    routes.push(Route::Cpu);
+    let named_gpu = matches!(settings().device, Some((b, _)) if b != Backend::Cpu);
+    let cpu_only = matches!(settings().device, Some((Backend::Cpu, _)));
+    if !cpu_only {
+        if let Ok(gpu) = gpu() {
+            if named_gpu || gpu.info().kind != DeviceKind::Cpu {
+                routes.push(Route::Gpu);
+            }
+        }
+    }
+    routes
+}
+
+fn model() -> &'static Mutex<Model> {
+    static MODEL: OnceLock<Mutex<Model>> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let mut notes = Vec::new();
+        let path = tilemm::runtime::cache::dir().map(|d| d.join("blas-routes.json"));
+        let model = Model::load(path, &mut notes);
+        for note in notes {
+            log(|| format!("tilemm-blas: {note}"));
+        }
+        Mutex::new(model)
+    })
+}
+
+/// How a call is described in the log: the entry point, then the Fortran-form call.
+pub struct Entry {
+    /// `sgemm_`, `cblas_dgemm`.
+    pub symbol: &'static str,
+    /// For CBLAS calls, whether it was row-major.
+    pub row_major: Option<bool>,
+}
+
+impl Entry {
+    fn line<T: Real>(&self, call: &Call<T>) -> String {
+        let layout = match self.row_major {
+            Some(true) => "(row-major)",
+            Some(false) => "(col-major)",
+            None => "",
+        };
+        // As given: a refused call's may be any byte.
+        let [ta, tb] = call
+            .trans
+            .map(|c| if c.is_ascii_graphic() { c as char } else { '?' });
+        format!(
+            "{}{layout} {ta}{tb} m={} n={} k={}",
+            self.symbol, call.m, call.n, call.k
+        )
+    }
+}
+
+/// Logs a call refused as wrong in parameter `number`.
+pub fn log_refusal<T: Real>(entry: &Entry, call: &Call<T>, number: std::os::raw::c_int) {
+    log(|| {
+        format!(
+            "{} refused: parameter {number} is wrong (reported through xerbla_)",
+            entry.line(call)
+        )
+    });
+}
+
+/// Runs a checked call (`work` from [`Call::check`]) on the route the setting and the model
+/// choose, falling back to the CPU if the device fails, and logs it.
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS.
+pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
+    let start = Instant::now();
+    match work {
+        Work::None => {
+            log(|| format!("{} route=none (nothing to compute)", entry.line(call)));
+            return;
+        }
+        Work::Scale => {
+            call.scale();
+            log(|| {
+                format!(
+                    "{} route=none (C = beta*C on the host) ms={:.3}",
+                    entry.line(call),
+                    ms(start.elapsed())
+                )
+            });
+            return;
+        }
+        Work::Product => {}
+    }
+    let precision = T::DTYPE.to_string();
+    let (route, explored) = match settings().mode {
+        Mode::Gpu => (Route::Gpu, false),
+        Mode::Cpu => (Route::Cpu, false),
+        Mode::Off => (Route::Blas, false),
+        Mode::Auto => {
+            let routes = candidates::<T>();
+            let ids: Vec<String> = routes.iter().map(|&r| identity::<T>(r)).collect();
+            let candidates: Vec<Candidate> = routes
+                .iter()
+                .zip(&ids)
+                .map(|(&route, id)| Candidate {
+                    id,
+                    // The GPU's launch and transfers cost most at small sizes.
+                    steady: route != Route::Gpu,
+                })
+                .collect();
+            let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
+                &candidates,
+                &precision,
+                call.fmas(),
+            );
+            (routes[choice.index()], matches!(choice, Choice::Explore(_)))
+        }
+    };
+    let start = Instant::now();
+    let outcome = compute(route, call);
+    let time = start.elapsed();
+    let mut line = entry.line(call);
+    match outcome {
+        Ok(computed) => {
+            let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
+            if let Some(kernel) = &computed.kernel {
+                let _ = write!(line, " kernel={kernel}");
+            }
+            if explored {
+                line.push_str(" (measuring)");
+                // A timing that includes tuning says nothing of the route's speed.
+                if computed.timed {
+                    let mut notes = Vec::new();
+                    let id = identity::<T>(route);
+                    model().lock().unwrap_or_else(|e| e.into_inner()).record(
+                        &id,
+                        &precision,
+                        call.fmas(),
+                        time,
+                        &mut notes,
+                    );
+                    for note in notes {
+                        let _ = write!(line, "; {note}");
+                    }
+                }
+            }
+        }
+        Err(why) => {
+            let fallback = fallback(call);
+            let _ = write!(
+                line,
+                " route={} failed ({why}); computed by {} ms={:.3}",
+                route.name(),
+                fallback,
+                ms(start.elapsed())
+            );
+        }
+    }
+    log(|| line);
+}
+
+fn ms(time: Duration) -> f64 {
+    time.as_secs_f64() * 1e3
+}
+
+/// How a route computed a call.
+struct Computed {
+    /// Whether the time measured the route's speed (not a tuning of its kernel).
+    timed: bool,
+    /// On the GPU, the kernel.
+    kernel: Option<String>,
+}
+
+/// Computes `call` on `route`, or says why it could not (C is then untouched).
+unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, String> {
+    let plain = Computed {
+        timed: true,
+        kernel: None,
+    };
+    match route {
+        Route::Blas => match symbols::next::<T>() {
+            Some(next) => {
+                next.gemm(call);
+                Ok(plain)
+            }
+            None => Err("there is no BLAS underneath".into()),
+        },
+        Route::Cpu => {
+            on_tilemm(tilemm::Gemm::new().device(Backend::Cpu, None), call).map(|_| plain)
+        }
+        Route::Gpu => {
+            let gpu = gpu().map_err(|why| format!("no GPU: {why}"))?;
+            let run = on_tilemm(tilemm::Gemm::new().on(gpu), call)?;
+            Ok(Computed {
+                timed: run
+                    .tuning
+                    .as_ref()
+                    .is_none_or(|t| t.cache == tilemm::tune::CacheUse::Hit),
+                kernel: run.plan.map(|p| p.to_string()),
+            })
+        }
+    }
+}
+
+/// `call` through tilemm's front door: A, B and C as strided views of the caller's memory.
+unsafe fn on_tilemm<T: Real>(
+    gemm: tilemm::Gemm<'_>,
+    call: &Call<T>,
+) -> Result<tilemm::GemmRun, String> {
+    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
+    let [ta, tb] = call.ops();
+    let a = operand(call.a, ta, (m, k), call.lda as usize);
+    let b = operand(call.b, tb, (k, n), call.ldb as usize);
+    let c = ArrayViewMut2::from_shape_ptr((m, n).strides((1, call.ldc as usize)), call.c);
+    // The host's floating-point flags as they were: tilemm's own work on this thread (the
+    // tuner's checks compare against NaN) must not show up as, say, numpy's "invalid value
+    // encountered in matmul".
+    let _flags = FloatEnvironment::saved();
+    // A panic inside (a driver's) must not unwind into the host program; C is written only
+    // at the end, so a failure leaves it as it was.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        gemm.alpha(call.alpha.to_f64())
+            .beta(call.beta.to_f64())
+            .write(a, b, c)
+    }))
+    .map_err(|payload| format!("panicked: {}", tilemm::panic_message(&*payload)))?
+    .map_err(|e| tilemm::one_line(&e.to_string()))
+}
+
+/// The thread's floating-point environment (exception flags, rounding), restored when dropped.
+struct FloatEnvironment(Box<[u64; 8]>);
+
+extern "C" {
+    // C99 <fenv.h>, in glibc's libm; `fenv_t` is 32 bytes on x86-64, and 64 are given.
+    fn fegetenv(env: *mut [u64; 8]) -> std::os::raw::c_int;
+    fn fesetenv(env: *const [u64; 8]) -> std::os::raw::c_int;
+}
+
+impl FloatEnvironment {
+    fn saved() -> Self {
+        let mut env = Box::new([0u64; 8]);
+        // SAFETY: a buffer larger than fenv_t, suitably aligned.
+        unsafe { fegetenv(&mut *env) };
+        FloatEnvironment(env)
+    }
+}
+
+impl Drop for FloatEnvironment {
+    fn drop(&mut self) {
+        // SAFETY: an environment fegetenv filled.
+        unsafe { fesetenv(&*self.0) };
+    }
+}
+
+/// op(X) (`rows`×`cols`) over column-major X with leading dimension `ld`.
+unsafe fn operand<'a, T>(
+    x: *const T,
+    op: Op,
+    (rows, cols): (usize, usize),
+    ld: usize,
+) -> ArrayView2<'a, T> {
+    match op {
+        Op::N => ArrayView2::from_shape_ptr((rows, cols).strides((1, ld)), x),
+        Op::T => ArrayView2::from_shape_ptr((rows, cols).strides((ld, 1)), x),
+    }
+}
+
+/// Computes `call` when its route failed: the BLAS underneath, else tilemm's CPU path, else
+/// the definition itself. Returns what computed it.
+unsafe fn fallback<T: Real>(call: &Call<T>) -> &'static str {
+    if let Some(next) = symbols::next::<T>() {
+        next.gemm(call);
+        return "blas";
+    }
+    if on_tilemm(tilemm::Gemm::new().device(Backend::Cpu, None), call).is_ok() {
+        return "cpu";
+    }
+    definition(call);
+    "the definition (a loop)"
+}
+
+/// C = α·op(A)·op(B) + β·C by its definition, the last resort (it needs no memory).
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS.
+pub unsafe fn definition<T: Real>(call: &Call<T>) {
+    let [ta, tb] = call.ops();
+    let at = |i: usize, l: usize| match ta {
+        Op::N => *call.a.add(i + l * call.lda as usize),
+        Op::T => *call.a.add(l + i * call.lda as usize),
+    };
+    let bt = |l: usize, j: usize| match tb {
+        Op::N => *call.b.add(l + j * call.ldb as usize),
+        Op::T => *call.b.add(j + l * call.ldb as usize),
+    };
+    for j in 0..call.n as usize {
+        for i in 0..call.m as usize {
+            let mut sum = 0.0;
+            for l in 0..call.k as usize {
+                sum += at(i, l).to_f64() * bt(l, j).to_f64();
+            }
+            let x = call.c.add(i + j * call.ldc as usize);
+            let scaled = if call.beta == T::ZERO {
+                0.0
+            } else {
+                call.beta.to_f64() * (*x).to_f64()
+            };
+            *x = T::from_f64(call.alpha.to_f64() * sum + scaled);
+        }
+    }
+}
+
+/// Forwards `call` to the BLAS underneath without routing it (a call made from inside this
+/// library, by a BLAS that calls back into the symbol it was reached through).
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS.
+pub unsafe fn forward<T: Real>(call: &Call<T>) {
+    match symbols::next::<T>() {
+        Some(next) => next.gemm(call),
+        None => definition(call),
+    }
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Checks that Debian's numpy, with libtilemm_blas.so preloaded, sends `a @ b` through tilemm
+with the right answer.
+
+Run with Debian's python3 (its numpy calls cblas_sgemm/cblas_dgemm of libblas.so.3; pip's wheels
+call a bundled OpenBLAS that a preload cannot reach): `blas_numpy_check.py LIB ROUTE`. It runs
+the products in a child process with LD_PRELOAD=LIB, TILEMM_BLAS=ROUTE and a log, and checks:
+- every product against numpy's einsum in float64 (einsum's own loops, no BLAS), within the
+  K-aware bound 2·K·u·(|A|@|B|) of the precision computed; exact-integer data exactly;
+- that the log has one line per product, each with its shape as the BLAS saw it (row-major
+  numpy arrays reach it as the transposed column-major product) and the route ROUTE.
+Exit 0 when all hold.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, sys
+import numpy as np
+
+rng = np.random.default_rng(20261125)
+cases = []
+
+def check(name, a, b, c, exact):
+    ref = np.einsum("ik,kj->ij", a.astype(np.float64), b.astype(np.float64))
+    err = np.abs(c.astype(np.float64) - ref)
+    k = a.shape[1]
+    u = np.finfo(c.dtype).eps / 2
+    bound = 2 * k * u * np.einsum("ik,kj->ij", np.abs(a).astype(np.float64),
+                                  np.abs(b).astype(np.float64))
+    ok = bool((err == 0).all()) if exact else bool((err <= bound).all())
+    cases.append({"name": name, "dtype": str(c.dtype), "max_error": float(err.max()),
+                  "max_ratio": float((err / np.maximum(bound, 1e-300)).max()), "ok": ok,
+                  "shape": [a.shape[0], k, b.shape[1]]})
+
+for dtype in (np.float64, np.float32):
+    a = rng.random((300, 200)).astype(dtype)
+    b = rng.random((200, 100)).astype(dtype)
+    check("random", a, b, a @ b, False)
+    # A transposed view: numpy passes it as a transposed operand, not a copy.
+    at = rng.random((150, 120)).astype(dtype)
+    bt = rng.random((150, 90)).astype(dtype)
+    check("transposed A", at.T, bt, at.T @ bt, False)
+    ai = rng.integers(-8, 9, (130, 70)).astype(dtype)
+    bi = rng.integers(-8, 9, (70, 90)).astype(dtype)
+    check("exact integers", ai, bi, ai @ bi, True)
+json.dump(cases, sys.stdout)
+"""
+
+
+def main():
+    lib, route = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as work:
+        log = os.path.join(work, "calls.log")
+        env = dict(os.environ, LD_PRELOAD=lib, TILEMM_BLAS=route, TILEMM_BLAS_LOG=log)
+        child = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+                               text=True)
+        if child.returncode != 0 or child.stderr.strip():
+            print(f"blas_numpy_check: the child failed ({child.returncode}):\n{child.stderr}")
+            return 1
+        cases = json.loads(child.stdout)
+        with open(log) as f:
+            lines = [line for line in f if re.match(r"cblas_[sd]gemm", line)]
+    failed = 0
+    if len(lines) != len(cases):
+        print(f"blas_numpy_check: {len(cases)} products but {len(lines)} logged calls:")
+        print("".join(lines))
+        failed += 1
+    for case, line in zip(cases, lines):
+        m, k, n = case["shape"]
+        symbol = "cblas_dgemm" if case["dtype"] == "float64" else "cblas_sgemm"
+        # Row-major C = A·B is the column-major Cᵀ = Bᵀ·Aᵀ: m and n swap.
+        shape = f"m={n} n={m} k={k}"
+        logged = (line.startswith(symbol) and shape in line and f"route={route} " in line
+                  and "failed" not in line)
+        print(f"{case['dtype']:8} {case['name']:15} {m}x{k}x{n}: max error "
+              f"{case['max_error']:.3g} ({case['max_ratio']:.3f} of the bound) "
+              f"{'ok' if case['ok'] else 'OUT OF BOUND'}; log: {line.strip()}")
+        if not case["ok"] or not logged:
+            if not logged:
+                print(f"  the log line should be {symbol} with {shape} and route={route}")
+            failed += 1
+    print(f"blas_numpy_check: {len(cases) - failed} of {len(cases)} products right, through "
+          f"route {route}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
