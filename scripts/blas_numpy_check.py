@@ -8,7 +8,8 @@ the products in a child process with LD_PRELOAD=LIB, TILEMM_BLAS=ROUTE and a log
 - every product against numpy's einsum in float64 (einsum's own loops, no BLAS), within the
   K-aware bound 2·K·u·(|A|@|B|) of the precision computed; exact-integer data exactly;
 - that the log has one line per product, each with its shape as the BLAS saw it (row-major
-  numpy arrays reach it as the transposed column-major product) and the route ROUTE.
+  numpy arrays reach it as the transposed column-major product) and the route ROUTE;
+- four threads multiplying at once, each product exact, and the device opened once.
 Exit 0 when all hold.
 """
 import json
@@ -48,6 +49,23 @@ for dtype in (np.float64, np.float32):
     ai = rng.integers(-8, 9, (130, 70)).astype(dtype)
     bi = rng.integers(-8, 9, (70, 90)).astype(dtype)
     check("exact integers", ai, bi, ai @ bi, True)
+
+# Four threads at once (numpy releases the GIL around the BLAS call): each product right.
+import threading
+pairs = [(rng.integers(-8, 9, (96, 64 + 8 * t)).astype(np.float32),
+          rng.integers(-8, 9, (64 + 8 * t, 80)).astype(np.float32)) for t in range(4)]
+results = [None] * 4
+def work(t):
+    a, b = pairs[t]
+    results[t] = [a @ b for _ in range(3)]
+threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+for t, (a, b) in enumerate(pairs):
+    for c in results[t]:
+        check(f"thread {t}", a, b, c, True)
 json.dump(cases, sys.stdout)
 """
 
@@ -64,19 +82,28 @@ def main():
             return 1
         cases = json.loads(child.stdout)
         with open(log) as f:
-            lines = [line for line in f if re.match(r"cblas_[sd]gemm", line)]
+            log_lines = f.readlines()
+        lines = [line for line in log_lines if re.match(r"cblas_[sd]gemm", line)]
+        opened = [line for line in log_lines if "gpu = " in line]
     failed = 0
+    # The device is opened once, by the first call that needs it (and by none on the CPU route).
+    if len(opened) != (1 if route == "gpu" else 0):
+        print(f"blas_numpy_check: the device was opened {len(opened)} times: {opened}")
+        failed += 1
+    # Threads log in the order they finish: their lines are matched by shape below.
     if len(lines) != len(cases):
         print(f"blas_numpy_check: {len(cases)} products but {len(lines)} logged calls:")
         print("".join(lines))
         failed += 1
-    for case, line in zip(cases, lines):
+    for case in cases:
         m, k, n = case["shape"]
         symbol = "cblas_dgemm" if case["dtype"] == "float64" else "cblas_sgemm"
         # Row-major C = A·B is the column-major Cᵀ = Bᵀ·Aᵀ: m and n swap.
         shape = f"m={n} n={m} k={k}"
-        logged = (line.startswith(symbol) and shape in line and f"route={route} " in line
-                  and "failed" not in line)
+        line = next((x for x in lines if x.startswith(symbol) and f" {shape} " in x), "")
+        if line:
+            lines.remove(line)
+        logged = f"route={route} " in line and "failed" not in line
         print(f"{case['dtype']:8} {case['name']:15} {m}x{k}x{n}: max error "
               f"{case['max_error']:.3g} ({case['max_ratio']:.3f} of the bound) "
               f"{'ok' if case['ok'] else 'OUT OF BOUND'}; log: {line.strip()}")

@@ -16,6 +16,8 @@ pub trait Real: tilemm::Element + Copy + PartialEq + std::ops::Mul<Output = Self
     const FORTRAN: &'static str;
     /// The CBLAS symbol (`cblas_sgemm`).
     const CBLAS: &'static str;
+    /// The precision computed, as the routing model keys it.
+    const PRECISION: &'static str;
 }
 
 impl Real for f32 {
@@ -24,6 +26,7 @@ impl Real for f32 {
     const XERBLA_NAME: &'static str = "SGEMM ";
     const FORTRAN: &'static str = "sgemm_";
     const CBLAS: &'static str = "cblas_sgemm";
+    const PRECISION: &'static str = "f32";
 }
 
 impl Real for f64 {
@@ -32,6 +35,7 @@ impl Real for f64 {
     const XERBLA_NAME: &'static str = "DGEMM ";
     const FORTRAN: &'static str = "dgemm_";
     const CBLAS: &'static str = "cblas_dgemm";
+    const PRECISION: &'static str = "f64";
 }
 
 /// op(X): X or its transpose (`C`, the conjugate transpose, is the transpose for reals).

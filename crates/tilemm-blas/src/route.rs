@@ -54,6 +54,13 @@ pub enum Route {
 }
 
 impl Route {
+    /// Whether this process has run the route before (and marks it run).
+    fn warm(self) -> bool {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static RUN: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+        RUN[self as usize].swap(true, Ordering::Relaxed)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Route::Gpu => "gpu",
@@ -139,6 +146,16 @@ fn open_log(path: &std::path::Path) -> std::io::Result<File> {
     if file.metadata()?.is_dir() {
         return Err(std::io::Error::other("a directory"));
     }
+    // Opened, the log may block like any file: a line to a pipe that is full waits for its
+    // reader rather than being lost.
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor this function owns.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
     Ok(file)
 }
 
@@ -210,23 +227,53 @@ fn identity<T: Real>(route: Route) -> String {
     }
 }
 
-/// The routes `auto` chooses among: the BLAS underneath (where there is one), tilemm's CPU
-/// path, and the GPU when there is one that is not a CPU emulation (lavapipe is slower than the
-/// CPU path; naming it with `TILEMM_DEVICE` makes it a candidate).
-fn candidates<T: Real>() -> Vec<Route> {
+/// The routes `auto` chooses among for `T`, with their identities, found once: the BLAS
+/// underneath (where there is one), tilemm's CPU path, and the GPU when there is one that is
+/// not a CPU emulation (lavapipe is slower than the CPU path; naming it with `TILEMM_DEVICE`
+/// makes it a candidate).
+fn candidates<T: Real>() -> &'static [(Route, String)] {
+    static SINGLE: OnceLock<Vec<(Route, String)>> = OnceLock::new();
+    static DOUBLE: OnceLock<Vec<(Route, String)>> = OnceLock::new();
+    let cell = if T::FORTRAN == f32::FORTRAN {
+        &SINGLE
+    } else {
+        &DOUBLE
+    };
+    cell.get_or_init(|| {
+        available::<T>()
+            .into_iter()
+            .map(|route| (route, identity::<T>(route)))
+            .collect()
+    })
+}
+
+fn available<T: Real>() -> Vec<Route> {
     let mut routes = Vec::new();
     if symbols::next::<T>().is_some() {
         routes.push(Route::Blas);
     }
     routes.push(Route::Cpu);
-    let named_gpu = matches!(settings().device, Some((b, _)) if b != Backend::Cpu);
-    let cpu_only = matches!(settings().device, Some((Backend::Cpu, _)));
-    if !cpu_only {
-        if let Ok(gpu) = gpu() {
-            if named_gpu || gpu.info().kind != DeviceKind::Cpu {
-                routes.push(Route::Gpu);
-            }
-        }
+    let worth_opening = match settings().device {
+        Some((Backend::Cpu, _)) => false,
+        Some(_) => true,
+        // Only a GPU that is not a CPU emulation, looked for without opening one: an open
+        // lavapipe keeps threads that slow the CPU routes by a tenth (OpenBLAS's 1024³, here).
+        None => Backend::GPU.into_iter().filter(|b| b.is_built()).any(|b| {
+            tilemm::runtime::backend::list_devices(b)
+                .iter()
+                .any(|d| d.kind != DeviceKind::Cpu)
+        }),
+    };
+    if worth_opening && gpu().is_ok() {
+        routes.push(Route::Gpu);
+    } else if !worth_opening && settings().device.is_none() {
+        log(|| {
+            format!(
+                "tilemm-blas {}: gpu = none opened: no GPU but CPU emulations, slower than the \
+                 CPU routes (TILEMM_DEVICE=wgpu makes lavapipe a candidate)",
+                std::process::id()
+            )
+        });
     }
     routes
 }
@@ -305,50 +352,59 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
         }
         Work::Product => {}
     }
-    let precision = T::DTYPE.to_string();
+    let precision = T::PRECISION;
     let (route, explored) = match settings().mode {
         Mode::Gpu => (Route::Gpu, false),
         Mode::Cpu => (Route::Cpu, false),
         Mode::Off => (Route::Blas, false),
         Mode::Auto => {
             let routes = candidates::<T>();
-            let ids: Vec<String> = routes.iter().map(|&r| identity::<T>(r)).collect();
             let candidates: Vec<Candidate> = routes
                 .iter()
-                .zip(&ids)
-                .map(|(&route, id)| Candidate {
+                .map(|(route, id)| Candidate {
                     id,
                     // The GPU's launch and transfers cost most at small sizes.
-                    steady: route != Route::Gpu,
+                    steady: *route != Route::Gpu,
                 })
                 .collect();
             let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
                 &candidates,
-                &precision,
+                precision,
                 call.fmas(),
             );
-            (routes[choice.index()], matches!(choice, Choice::Explore(_)))
+            (
+                routes[choice.index()].0,
+                matches!(choice, Choice::Explore(_)),
+            )
         }
     };
     let start = Instant::now();
     let outcome = compute(route, call);
     let time = start.elapsed();
-    let mut line = entry.line(call);
+    // The line is made only where there is a log: a small product costs microseconds.
+    let logging = settings().log.is_some();
+    let mut line = if logging {
+        entry.line(call)
+    } else {
+        String::new()
+    };
     match outcome {
         Ok(computed) => {
+            let warm = route.warm();
             let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
             if let Some(kernel) = &computed.kernel {
                 let _ = write!(line, " kernel={kernel}");
             }
             if explored {
                 line.push_str(" (measuring)");
-                // A timing that includes tuning says nothing of the route's speed.
-                if computed.timed {
+                // A timing that includes tuning, or a route's first in the process (a thread
+                // pool started, kernels loaded), says nothing of the route's speed.
+                if computed.timed && warm {
                     let mut notes = Vec::new();
-                    let id = identity::<T>(route);
+                    let id = identity_of::<T>(route);
                     model().lock().unwrap_or_else(|e| e.into_inner()).record(
                         &id,
-                        &precision,
+                        precision,
                         call.fmas(),
                         time,
                         &mut notes,
@@ -360,6 +416,11 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
             }
         }
         Err(why) => {
+            if settings().mode == Mode::Auto {
+                let id = identity_of::<T>(route);
+                let mut model = model().lock().unwrap_or_else(|e| e.into_inner());
+                model.failed(&id, precision, call.fmas());
+            }
             let fallback = fallback(call);
             let _ = write!(
                 line,
@@ -371,6 +432,14 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
         }
     }
     log(|| line);
+}
+
+/// `route`'s identity in the model (as found once).
+fn identity_of<T: Real>(route: Route) -> String {
+    candidates::<T>()
+        .iter()
+        .find(|(r, _)| *r == route)
+        .map_or_else(|| identity::<T>(route), |(_, id)| id.clone())
 }
 
 fn ms(time: Duration) -> f64 {

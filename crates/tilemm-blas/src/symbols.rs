@@ -85,11 +85,25 @@ fn library_of(address: *mut c_void) -> String {
     "an unnamed object".into()
 }
 
-/// The next `sgemm_` (`dgemm_`) after this library, once per process: `None` when this library
-/// is the only BLAS (linked directly, with no BLAS after it).
+/// The next `sgemm_` (`dgemm_`) after this library, once per process; else that of a
+/// `libblas.so.3` already loaded outside the global scope (Python loads numpy's extension, and
+/// with it its BLAS, that way). `None` when this library is the only BLAS.
 pub fn next<T: Real>() -> Option<&'static Next<T>> {
     fn found<T: Real>() -> Option<Next<T>> {
-        let address = lookup(libc::RTLD_NEXT, T::FORTRAN)?;
+        let address = lookup(libc::RTLD_NEXT, T::FORTRAN).or_else(|| {
+            // SAFETY: RTLD_NOLOAD opens nothing new: a handle to the loaded library, if any.
+            let handle = unsafe {
+                libc::dlopen(
+                    c"libblas.so.3".as_ptr(),
+                    libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+                )
+            };
+            if handle.is_null() {
+                return None;
+            }
+            // This library, if it was loaded under that name, is not a BLAS underneath.
+            lookup(handle, T::FORTRAN).filter(|&a| library_of(a) != own_library())
+        })?;
         Some(Next {
             // SAFETY: the symbol is a Fortran GEMM of this signature, by the BLAS's ABI.
             gemm: unsafe { std::mem::transmute::<*mut c_void, FortranGemm<T>>(address) },
@@ -104,6 +118,11 @@ pub fn next<T: Real>() -> Option<&'static Next<T>> {
         DOUBLE.get_or_init(found::<f64>)
     };
     any.downcast_ref::<Option<Next<T>>>()?.as_ref()
+}
+
+/// The file this library was loaded from.
+fn own_library() -> String {
+    library_of(own_library as *mut c_void)
 }
 
 type Xerbla = unsafe extern "C" fn(*const c_char, *const c_int, usize);

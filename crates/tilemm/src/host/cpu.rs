@@ -14,11 +14,16 @@ pub const CPU_GEMM: &str = "gemm 0.19";
 
 /// Threads the CPU path uses (gemm runs on rayon's global pool, one thread per core).
 pub fn threads() -> usize {
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    // Read once, as rayon reads it once: available_parallelism reads the cgroup's files, tens
+    // of microseconds that a small product (a BLAS call) would pay every time.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
 }
 
 /// C = α·A·B + β·C for `problem` on the CPU, all cores: tilemm's CPU backend. `c` holds C's
