@@ -142,7 +142,11 @@ fn open_log(path: &std::path::Path) -> std::io::Result<File> {
         .append(true)
         .create(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => std::io::Error::other("a FIFO with no reader"),
+            _ => e,
+        })?;
     if file.metadata()?.is_dir() {
         return Err(std::io::Error::other("a directory"));
     }
