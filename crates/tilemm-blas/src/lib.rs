@@ -33,24 +33,40 @@ thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `body` as one entry point: re-entered calls are forwarded to the BLAS underneath, and a
-/// panic stops at this boundary (it would abort the host program), computing the call there.
-fn entry_point<T: Real>(call: &Call<T>, body: impl FnOnce()) {
+/// One call, checked, then routed: a wrong argument is reported through `xerbla_` as the last
+/// thing the entry point does, outside the guard below (a host's `xerbla_` may not return: R's
+/// longjmps). A call that re-enters this library from the BLAS underneath is computed there,
+/// not routed again; a panic stops at this boundary (unwinding into the host would abort it)
+/// and, if C was not yet written, the call is computed on the BLAS underneath.
+///
+/// # Safety
+/// The BLAS contract: `call`'s pointers are valid for its shape.
+unsafe fn enter<T: Real>(entry: &Entry, call: &Call<T>) {
+    let work = match call.check() {
+        Ok(work) => work,
+        Err(number) => {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                route::log_refusal(entry, call, number)
+            }));
+            symbols::xerbla(T::XERBLA_NAME, number);
+            return;
+        }
+    };
     if INSIDE.with(|inside| inside.replace(true)) {
-        // SAFETY: the caller's pointers, as it gave them to the BLAS.
-        unsafe { route::forward(call) };
+        route::forward(call, work);
         return;
     }
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-    if result.is_err() {
-        // C is written only once a route has its result: recompute it below.
-        // SAFETY: as above.
-        unsafe { route::forward(call) };
-    }
+    let written = Cell::new(false);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        route::run(entry, call, work, &written)
+    }));
     INSIDE.with(|inside| inside.set(false));
+    if result.is_err() && !written.get() {
+        route::forward(call, work);
+    }
 }
 
-/// The Fortran entry point: check, then route.
+/// The Fortran entry point.
 ///
 /// # Safety
 /// The Fortran BLAS's contract.
@@ -70,6 +86,8 @@ unsafe fn fortran<T: Real>(
     c: *mut T,
     ldc: *const c_int,
 ) {
+    // Integers are read as 32 bits: from a 64-bit-integer program (in front of libblas64)
+    // that is their low half, the value itself on x86-64 up to 2³¹ − 1.
     let call = Call {
         trans: [*trans_a as u8, *trans_b as u8],
         m: *m,
@@ -88,13 +106,7 @@ unsafe fn fortran<T: Real>(
         symbol: T::FORTRAN,
         row_major: None,
     };
-    entry_point(&call, || match call.check() {
-        Ok(work) => route::run(&entry, &call, work),
-        Err(number) => {
-            route::log_refusal(&entry, &call, number);
-            symbols::xerbla(T::XERBLA_NAME, number);
-        }
-    });
+    enter(&entry, &call);
 }
 
 /// The CBLAS entry point: the reference CBLAS's checks and conversion, then the Fortran one's.
@@ -125,30 +137,26 @@ unsafe fn cblas<T: Real>(
     symbols::set_cblas_globals(layout == call::cblas::ROW_MAJOR, true);
     match converted {
         Err(refusal) => {
-            route::log(|| {
-                format!(
-                    "{} refused: parameter {} is wrong ({}; reported through cblas_xerbla)",
-                    T::CBLAS,
-                    refusal.number,
-                    refusal.message
-                )
-            });
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                route::log(|| {
+                    format!(
+                        "{} refused: parameter {} is wrong ({}; reported through cblas_xerbla)",
+                        T::CBLAS,
+                        refusal.number,
+                        refusal.message
+                    )
+                })
+            }));
             symbols::cblas_xerbla(T::CBLAS, refusal.number, &refusal.message);
         }
+        // Wrong arguments past these are numbered as the Fortran call's, as the reference's
+        // are; a CBLAS-aware xerbla_ renumbers them from the globals.
         Ok((call, row_major)) => {
             let entry = Entry {
                 symbol: T::CBLAS,
                 row_major: Some(row_major),
             };
-            entry_point(&call, || match call.check() {
-                Ok(work) => route::run(&entry, &call, work),
-                // Numbered as the Fortran call's, as the reference's; a CBLAS-aware xerbla_
-                // renumbers them from the globals.
-                Err(number) => {
-                    route::log_refusal(&entry, &call, number);
-                    symbols::xerbla(T::XERBLA_NAME, number);
-                }
-            });
+            enter(&entry, &call);
         }
     }
     symbols::set_cblas_globals(false, false);

@@ -1,6 +1,7 @@
 //! Where a call goes: the setting (`TILEMM_BLAS`), the routes this process has, the model's
 //! choice, the fallback when the device fails, and the log (`TILEMM_BLAS_LOG`).
 
+use std::cell::Cell;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write as _;
@@ -72,6 +73,8 @@ impl Route {
 
 /// The process's setting, read once.
 struct Settings {
+    /// The process that read them: a child forked from it has none of its threads.
+    pid: u32,
     mode: Mode,
     /// `TILEMM_DEVICE`: a backend and index, `None` for the best GPU.
     device: Option<(Backend, Option<usize>)>,
@@ -109,12 +112,25 @@ fn settings() -> &'static Settings {
                     None
                 }
             });
-        // The host program's stderr: one line for each setting that could not be used.
+        // The host program's stderr: one line for each setting that could not be used (a
+        // stderr that cannot take it costs the line, never the program).
         for problem in &problems {
-            eprintln!("tilemm-blas: {problem}");
+            let _ = writeln!(std::io::stderr(), "tilemm-blas: {problem}");
         }
-        Settings { mode, device, log }
+        Settings {
+            pid: std::process::id(),
+            mode,
+            device,
+            log,
+        }
     })
+}
+
+/// Whether this process is a child forked after this library started working in its parent:
+/// tilemm's CPU threads (rayon's pool) and device stay with the parent, and a product sent to
+/// them would wait forever, so a forked child's calls go to the BLAS underneath.
+fn forked() -> bool {
+    settings().pid != std::process::id()
 }
 
 /// `backend` or `backend:index`, as the Python package's `TILEMM_DEVICE` reads it.
@@ -185,12 +201,18 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
             None => (None, None),
         };
         let mut notes = Vec::new();
-        let opened = tilemm::runtime::backend::open_device(backend, index, &mut notes);
-        // Dropped, not run: a panic in a driver must not reach the host program.
+        // A panic in a driver must not reach the host program, nor be met again by every call.
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tilemm::runtime::backend::open_device(backend, index, &mut notes)
+        }));
         let session = match opened {
-            Ok(Some(session)) => Ok(&*Box::leak(Box::new(session))),
-            Ok(None) => Err(notes.join("; ")),
-            Err(e) => Err(tilemm::one_line(&e.to_string())),
+            Ok(Ok(Some(session))) => Ok(&*Box::leak(Box::new(session))),
+            Ok(Ok(None)) => Err(notes.join("; ")),
+            Ok(Err(e)) => Err(tilemm::one_line(&e.to_string())),
+            Err(payload) => Err(format!(
+                "opening it panicked: {}",
+                tilemm::panic_message(&*payload)
+            )),
         };
         let described = match &session {
             Ok(gpu) => format!(
@@ -224,10 +246,25 @@ fn identity<T: Real>(route: Route) -> String {
             tilemm::host::cpu::CPU_GEMM,
             tilemm::host::cpu::threads()
         ),
-        Route::Blas => format!(
-            "blas {}",
-            symbols::next::<T>().map_or("none", |n| n.library.as_str())
-        ),
+        // With the settings that decide its threads: a run with one thread must not speak for
+        // runs with all of them.
+        Route::Blas => {
+            let threads: Vec<String> = [
+                "OPENBLAS_NUM_THREADS",
+                "OMP_NUM_THREADS",
+                "GOTO_NUM_THREADS",
+            ]
+            .iter()
+            .filter_map(|v| Some(format!("{v}={}", std::env::var(v).ok()?)))
+            .collect();
+            format!(
+                "blas {}, {} cores{}{}",
+                symbols::next::<T>().map_or("none", |n| n.library.as_str()),
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+                if threads.is_empty() { "" } else { ", " },
+                threads.join(", ")
+            )
+        }
     }
 }
 
@@ -268,7 +305,11 @@ fn available<T: Real>() -> Vec<Route> {
                 .any(|d| d.kind != DeviceKind::Cpu)
         }),
     };
-    if worth_opening && gpu().is_ok() {
+    let computes = |gpu: &GpuSession| {
+        let precision = tilemm::Precision::new(T::DTYPE, T::DTYPE);
+        precision.is_ok_and(|p| gpu.info().types.check(p, &gpu.info().name).is_ok())
+    };
+    if worth_opening && gpu().is_ok_and(computes) {
         routes.push(Route::Gpu);
     } else if !worth_opening && settings().device.is_none() {
         log(|| {
@@ -336,8 +377,14 @@ pub fn log_refusal<T: Real>(entry: &Entry, call: &Call<T>, number: std::os::raw:
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
+pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &Cell<bool>) {
     let start = Instant::now();
+    if forked() {
+        // No log either: another thread of the parent may have held its lock at the fork.
+        forward(call, work);
+        written.set(true);
+        return;
+    }
     match work {
         Work::None => {
             log(|| format!("{} route=none (nothing to compute)", entry.line(call)));
@@ -345,6 +392,7 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
         }
         Work::Scale => {
             call.scale();
+            written.set(true);
             log(|| {
                 format!(
                     "{} route=none (C = beta*C on the host) ms={:.3}",
@@ -357,6 +405,20 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
         Work::Product => {}
     }
     let precision = T::PRECISION;
+    // tilemm refuses a non-finite α or β (a Problem holds finite scalars); the reference BLAS
+    // computes with them, so such a call is the BLAS underneath's (else the definition's).
+    if !(call.alpha.to_f64().is_finite() && call.beta.to_f64().is_finite()) {
+        let by = fallback(call);
+        written.set(true);
+        log(|| {
+            format!(
+                "{} route={by} (alpha or beta not finite) ms={:.3}",
+                entry.line(call),
+                ms(start.elapsed())
+            )
+        });
+        return;
+    }
     let (route, explored) = match settings().mode {
         Mode::Gpu => (Route::Gpu, false),
         Mode::Cpu => (Route::Cpu, false),
@@ -385,6 +447,7 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
     let start = Instant::now();
     let outcome = compute(route, call);
     let time = start.elapsed();
+    written.set(true);
     // The line is made only where there is a log: a small product costs microseconds.
     let logging = settings().log.is_some();
     let mut line = if logging {
@@ -401,16 +464,16 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
             }
             if explored {
                 line.push_str(" (measuring)");
-                // A timing that includes tuning, or a route's first in the process (a thread
-                // pool started, kernels loaded), says nothing of the route's speed.
-                if computed.timed && warm {
+                // A route's first timing in the process (a thread pool started, kernels
+                // loaded) says nothing of its speed; the tuner's time is not the product's.
+                if warm {
                     let mut notes = Vec::new();
                     let id = identity_of::<T>(route);
                     model().lock().unwrap_or_else(|e| e.into_inner()).record(
                         &id,
                         precision,
                         call.fmas(),
-                        time,
+                        time.saturating_sub(computed.tuning),
                         &mut notes,
                     );
                     for note in notes {
@@ -426,6 +489,7 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work) {
                 model.failed(&id, precision, call.fmas());
             }
             let fallback = fallback(call);
+            written.set(true);
             let _ = write!(
                 line,
                 " route={} failed ({why}); computed by {} ms={:.3}",
@@ -452,8 +516,8 @@ fn ms(time: Duration) -> f64 {
 
 /// How a route computed a call.
 struct Computed {
-    /// Whether the time measured the route's speed (not a tuning of its kernel).
-    timed: bool,
+    /// Time spent tuning the GPU's kernel, not computing the product.
+    tuning: Duration,
     /// On the GPU, the kernel.
     kernel: Option<String>,
 }
@@ -461,7 +525,7 @@ struct Computed {
 /// Computes `call` on `route`, or says why it could not (C is then untouched).
 unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, String> {
     let plain = Computed {
-        timed: true,
+        tuning: Duration::ZERO,
         kernel: None,
     };
     match route {
@@ -479,10 +543,7 @@ unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, Str
             let gpu = gpu().map_err(|why| format!("no GPU: {why}"))?;
             let run = on_tilemm(tilemm::Gemm::new().on(gpu), call)?;
             Ok(Computed {
-                timed: run
-                    .tuning
-                    .as_ref()
-                    .is_none_or(|t| t.cache == tilemm::tune::CacheUse::Hit),
+                tuning: run.tuning.as_ref().map_or(Duration::ZERO, |t| t.time),
                 kernel: run.plan.map(|p| p.to_string()),
             })
         }
@@ -514,20 +575,23 @@ unsafe fn on_tilemm<T: Real>(
     .map_err(|e| tilemm::one_line(&e.to_string()))
 }
 
-/// The thread's floating-point environment (exception flags, rounding), restored when dropped.
+/// The thread's floating-point environment (exception flags, traps, rounding), held in
+/// non-stop mode and restored when dropped.
 struct FloatEnvironment(Box<[u64; 8]>);
 
 extern "C" {
     // C99 <fenv.h>, in glibc's libm; `fenv_t` is 32 bytes on x86-64, and 64 are given.
-    fn fegetenv(env: *mut [u64; 8]) -> std::os::raw::c_int;
+    fn feholdexcept(env: *mut [u64; 8]) -> std::os::raw::c_int;
     fn fesetenv(env: *const [u64; 8]) -> std::os::raw::c_int;
 }
 
 impl FloatEnvironment {
     fn saved() -> Self {
         let mut env = Box::new([0u64; 8]);
+        // Saved, then no flags and no traps: a host that traps FE_INVALID (gfortran's
+        // -ffpe-trap) must not be stopped by tilemm's own comparisons with NaN.
         // SAFETY: a buffer larger than fenv_t, suitably aligned.
-        unsafe { fegetenv(&mut *env) };
+        unsafe { feholdexcept(&mut *env) };
         FloatEnvironment(env)
     }
 }
@@ -597,14 +661,77 @@ pub unsafe fn definition<T: Real>(call: &Call<T>) {
     }
 }
 
-/// Forwards `call` to the BLAS underneath without routing it (a call made from inside this
-/// library, by a BLAS that calls back into the symbol it was reached through).
+/// Computes a checked call (`work` from [`Call::check`]) without routing it: on the BLAS
+/// underneath, else by the definition (a call made from inside this library, by a BLAS that
+/// calls back into the symbol it was reached through; a call after a panic; a forked child's).
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-pub unsafe fn forward<T: Real>(call: &Call<T>) {
-    match symbols::next::<T>() {
-        Some(next) => next.gemm(call),
-        None => definition(call),
+pub unsafe fn forward<T: Real>(call: &Call<T>, work: Work) {
+    match (symbols::next::<T>(), work) {
+        (Some(next), _) => next.gemm(call),
+        (None, Work::None) => {}
+        (None, Work::Scale) => call.scale(),
+        (None, Work::Product) => definition(call),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C = α·op(A)·op(B) + β·C with op(A) 3×4 stored transposed (lda 5), op(B) 4×2 as it is
+    /// (ldb 6), C 3×2 (ldc 4): its padding must stay as it was.
+    fn call(a: &[f64], b: &[f64], c: &mut [f64], alpha: f64, beta: f64) -> Call<f64> {
+        Call {
+            trans: *b"TN",
+            m: 3,
+            n: 2,
+            k: 4,
+            alpha,
+            a: a.as_ptr(),
+            lda: 5,
+            b: b.as_ptr(),
+            ldb: 6,
+            beta,
+            c: c.as_mut_ptr(),
+            ldc: 4,
+        }
+    }
+
+    #[test]
+    fn the_last_resort_computes_the_definition_and_keeps_the_special_cases() {
+        // A is 4×3 as stored (op(A) = Aᵀ), B 4×2; exact integers.
+        let a: Vec<f64> = (0..15).map(|i| (i % 7) as f64 - 3.0).collect();
+        let b: Vec<f64> = (0..12).map(|i| (i % 5) as f64 - 2.0).collect();
+        let mut c: Vec<f64> = (0..8).map(|i| i as f64).collect();
+        let c0 = c.clone();
+        let expected = |i: usize, j: usize, alpha: f64, beta: f64, c0: f64| {
+            let sum: f64 = (0..4).map(|l| a[l + i * 5] * b[l + j * 6]).sum();
+            alpha * sum + beta * c0
+        };
+        assert!(
+            symbols::next::<f64>().is_none(),
+            "no BLAS underneath in the test binary"
+        );
+        let product = call(&a, &b, &mut c, 2.0, -1.0);
+        assert_eq!(product.check(), Ok(Work::Product));
+        // SAFETY: the buffers hold what the call describes.
+        unsafe { forward(&product, Work::Product) };
+        for j in 0..2 {
+            for i in 0..3 {
+                assert_eq!(c[i + j * 4], expected(i, j, 2.0, -1.0, c0[i + j * 4]));
+            }
+            assert_eq!(c[3 + j * 4], c0[3 + j * 4], "padding");
+        }
+        // α = 0, β = 0: zeros, a NaN in C not kept and A not read (a NaN there neither).
+        let mut nan_a = a.clone();
+        nan_a[0] = f64::NAN;
+        c[0] = f64::NAN;
+        let scale = call(&nan_a, &b, &mut c, 0.0, 0.0);
+        assert_eq!(scale.check(), Ok(Work::Scale));
+        unsafe { forward(&scale, Work::Scale) };
+        assert_eq!([c[0], c[1], c[2], c[4], c[5], c[6]], [0.0; 6]);
+        assert_eq!(c[3], c0[3], "padding");
     }
 }

@@ -3,6 +3,7 @@
 //! This library defines no `xerbla_`: a test program's own must be the one called.
 
 use std::ffi::{c_void, CStr, CString};
+use std::io::Write as _;
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 
@@ -28,11 +29,33 @@ pub type FortranGemm<T> = unsafe extern "C" fn(
     usize,
 );
 
+/// The Fortran GEMM of a 64-bit-integer BLAS (Debian's libblas64, OpenBLAS's 64-bit build),
+/// which keeps the usual names: its integers are 8 bytes.
+type FortranGemm64<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const i64,
+    *const i64,
+    *const i64,
+    *const T,
+    *const T,
+    *const i64,
+    *const T,
+    *const i64,
+    *const T,
+    *mut T,
+    *const i64,
+    usize,
+    usize,
+);
+
 /// The BLAS underneath: its GEMM and the file it is in.
 pub struct Next<T> {
     gemm: FortranGemm<T>,
     /// The shared object that defines it (the model keys its speeds by it).
     pub library: String,
+    /// Whether it takes 64-bit integers (so does the program in front of it).
+    pub ilp64: bool,
 }
 
 impl<T: Real> Next<T> {
@@ -42,6 +65,30 @@ impl<T: Real> Next<T> {
     /// `call`'s pointers must be valid for its shape, as for any BLAS.
     pub unsafe fn gemm(&self, call: &Call<T>) {
         let [ta, tb] = call.trans.map(|c| c as c_char);
+        if self.ilp64 {
+            // SAFETY: the same symbol, whose integers are 64 bits wide.
+            let gemm = std::mem::transmute::<FortranGemm<T>, FortranGemm64<T>>(self.gemm);
+            let [m, n, k, lda, ldb, ldc] =
+                [call.m, call.n, call.k, call.lda, call.ldb, call.ldc].map(i64::from);
+            gemm(
+                &ta,
+                &tb,
+                &m,
+                &n,
+                &k,
+                &call.alpha,
+                call.a,
+                &lda,
+                call.b,
+                &ldb,
+                &call.beta,
+                call.c,
+                &ldc,
+                1,
+                1,
+            );
+            return;
+        }
         (self.gemm)(
             &ta,
             &tb,
@@ -104,10 +151,13 @@ pub fn next<T: Real>() -> Option<&'static Next<T>> {
             // This library, if it was loaded under that name, is not a BLAS underneath.
             lookup(handle, T::FORTRAN).filter(|&a| library_of(a) != own_library())
         })?;
+        let library = library_of(address);
+        let name = library.rsplit('/').next().unwrap_or(&library);
         Some(Next {
             // SAFETY: the symbol is a Fortran GEMM of this signature, by the BLAS's ABI.
             gemm: unsafe { std::mem::transmute::<*mut c_void, FortranGemm<T>>(address) },
-            library: library_of(address),
+            ilp64: name.contains("blas64") || name.contains("ilp64"),
+            library,
         })
     }
     static SINGLE: OnceLock<Option<Next<f32>>> = OnceLock::new();
@@ -125,8 +175,14 @@ fn own_library() -> String {
     library_of(own_library as *mut c_void)
 }
 
-type Xerbla = unsafe extern "C" fn(*const c_char, *const c_int, usize);
-type CblasXerbla = unsafe extern "C" fn(c_int, *const c_char, *const c_char, ...);
+/// Whether the BLAS underneath, and so the program, uses 64-bit integers.
+fn ilp64() -> bool {
+    next::<f64>().is_some_and(|n| n.ilp64) || next::<f32>().is_some_and(|n| n.ilp64)
+}
+
+// "C-unwind": a host's handler may unwind (a C++ exception) through these frames.
+type Xerbla = unsafe extern "C-unwind" fn(*const c_char, *const c_void, usize);
+type CblasXerbla = unsafe extern "C-unwind" fn(i64, *const c_char, *const c_char, ...);
 
 /// Reports parameter `number` of `routine` (`"SGEMM "`) as wrong through the first `xerbla_`
 /// the program can see (its own, else its BLAS's), as the reference GEMM does; with none, the
@@ -134,15 +190,24 @@ type CblasXerbla = unsafe extern "C" fn(c_int, *const c_char, *const c_char, ...
 pub fn xerbla(routine: &str, number: c_int) {
     match lookup(libc::RTLD_DEFAULT, "xerbla_") {
         Some(address) => {
-            // SAFETY: xerbla_ is Fortran's XERBLA(SRNAME, INFO): a name, an integer by
-            // reference and the name's hidden length.
+            // SAFETY: xerbla_ is Fortran's XERBLA(SRNAME, INFO): a name, an integer (of the
+            // program's width) by reference and the name's hidden length.
             let handler = unsafe { std::mem::transmute::<*mut c_void, Xerbla>(address) };
-            unsafe { handler(routine.as_ptr().cast(), &number, routine.len()) };
+            let (info32, info64) = (number, i64::from(number));
+            let info: *const c_void = if ilp64() {
+                (&info64 as *const i64).cast()
+            } else {
+                (&info32 as *const c_int).cast()
+            };
+            unsafe { handler(routine.as_ptr().cast(), info, routine.len()) };
         }
-        None => eprintln!(
-            " ** On entry to {} parameter number {number} had an illegal value",
-            routine.trim_end()
-        ),
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                " ** On entry to {} parameter number {number} had an illegal value",
+                routine.trim_end()
+            );
+        }
     }
 }
 
@@ -154,11 +219,24 @@ pub fn cblas_xerbla(routine: &str, number: c_int, message: &str) {
     };
     match lookup(libc::RTLD_DEFAULT, "cblas_xerbla") {
         Some(address) => {
-            // SAFETY: cblas_xerbla(int info, const char *rout, const char *form, ...).
+            // SAFETY: cblas_xerbla(CBLAS_INT info, const char *rout, const char *form, ...):
+            // an int, or a 64-bit one, passed in a 64-bit register either way.
             let handler = unsafe { std::mem::transmute::<*mut c_void, CblasXerbla>(address) };
-            unsafe { handler(number, name.as_ptr(), c"%s".as_ptr(), text.as_ptr()) };
+            unsafe {
+                handler(
+                    i64::from(number),
+                    name.as_ptr(),
+                    c"%s".as_ptr(),
+                    text.as_ptr(),
+                )
+            };
         }
-        None => eprintln!("Parameter {number} to routine {routine} was incorrect\n{message}"),
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "Parameter {number} to routine {routine} was incorrect\n{message}"
+            );
+        }
     }
 }
 
@@ -166,9 +244,19 @@ pub fn cblas_xerbla(routine: &str, number: c_int, message: &str) {
 /// sets them: a CBLAS-aware `xerbla_` (a test program's) reads them to renumber a row-major
 /// call's parameters. Absent where no reference CBLAS is loaded.
 pub fn set_cblas_globals(row_major: bool, from_c: bool) {
-    for (name, value) in [("RowMajorStrg", row_major), ("CBLAS_CallFromC", from_c)] {
-        if let Some(address) = lookup(libc::RTLD_DEFAULT, name) {
-            // SAFETY: both are C `int` globals of the reference CBLAS.
+    // Looked up once: a small product must not pay two dlsym calls.
+    struct Globals([Option<usize>; 2]);
+    static GLOBALS: OnceLock<Globals> = OnceLock::new();
+    let globals = GLOBALS.get_or_init(|| {
+        Globals(
+            ["RowMajorStrg", "CBLAS_CallFromC"]
+                .map(|name| lookup(libc::RTLD_DEFAULT, name).map(|a| a as usize)),
+        )
+    });
+    for (address, value) in globals.0.iter().zip([row_major, from_c]) {
+        if let Some(address) = *address {
+            // SAFETY: both are C `int` globals of the reference CBLAS, written as it writes
+            // them (unsynchronised, as there).
             unsafe { *(address as *mut c_int) = value as c_int };
         }
     }
