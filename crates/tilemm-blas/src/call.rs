@@ -18,6 +18,8 @@ pub trait Real: tilemm::Element + Copy + PartialEq + std::ops::Mul<Output = Self
     const CBLAS: &'static str;
     /// The precision computed, as the routing model keys it.
     const PRECISION: &'static str;
+    /// What this process found for the type, once: the BLAS underneath, the routes.
+    fn found() -> &'static crate::Found<Self>;
 }
 
 impl Real for f32 {
@@ -27,6 +29,10 @@ impl Real for f32 {
     const FORTRAN: &'static str = "sgemm_";
     const CBLAS: &'static str = "cblas_sgemm";
     const PRECISION: &'static str = "f32";
+    fn found() -> &'static crate::Found<Self> {
+        static FOUND: crate::Found<f32> = crate::Found::new();
+        &FOUND
+    }
 }
 
 impl Real for f64 {
@@ -36,6 +42,10 @@ impl Real for f64 {
     const FORTRAN: &'static str = "dgemm_";
     const CBLAS: &'static str = "cblas_dgemm";
     const PRECISION: &'static str = "f64";
+    fn found() -> &'static crate::Found<Self> {
+        static FOUND: crate::Found<f64> = crate::Found::new();
+        &FOUND
+    }
 }
 
 /// op(X): X or its transpose (`C`, the conjugate transpose, is the transpose for reals).

@@ -24,8 +24,25 @@ pub mod symbols;
 use std::cell::Cell;
 use std::os::raw::{c_char, c_int};
 
+use std::sync::OnceLock;
+
 use call::{Call, Real};
 use route::Entry;
+
+/// What a process finds once per element type (see [`Real::found`]).
+pub struct Found<T> {
+    next: OnceLock<Option<symbols::Next<T>>>,
+    routes: OnceLock<route::Routes>,
+}
+
+impl<T> Found<T> {
+    const fn new() -> Self {
+        Found {
+            next: OnceLock::new(),
+            routes: OnceLock::new(),
+        }
+    }
+}
 
 thread_local! {
     /// Whether this thread is inside one of this library's entry points: a BLAS underneath

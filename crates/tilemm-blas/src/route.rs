@@ -215,12 +215,7 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
             )),
         };
         let described = match &session {
-            Ok(gpu) => format!(
-                "gpu = {} {} ({})",
-                gpu.backend(),
-                gpu.info().name,
-                gpu.info().driver
-            ),
+            Ok(gpu) => format!("gpu = {}", named(gpu)),
             Err(why) => format!("gpu = none: {why}"),
         };
         log(|| format!("tilemm-blas {}: {described}", std::process::id()));
@@ -229,16 +224,21 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
     opened.as_ref().map_err(String::as_str).copied()
 }
 
+/// The session's backend, device and driver.
+fn named(gpu: &GpuSession) -> String {
+    format!(
+        "{} {} ({})",
+        gpu.backend(),
+        gpu.info().name,
+        gpu.info().driver
+    )
+}
+
 /// What identifies a route in the model.
 fn identity<T: Real>(route: Route) -> String {
     match route {
         Route::Gpu => match gpu() {
-            Ok(gpu) => format!(
-                "gpu {} {} ({})",
-                gpu.backend(),
-                gpu.info().name,
-                gpu.info().driver
-            ),
+            Ok(gpu) => format!("gpu {}", named(gpu)),
             Err(_) => "gpu none".into(),
         },
         Route::Cpu => format!(
@@ -268,23 +268,28 @@ fn identity<T: Real>(route: Route) -> String {
     }
 }
 
-/// The routes `auto` chooses among for `T`, with their identities, found once: the BLAS
-/// underneath (where there is one), tilemm's CPU path, and the GPU when there is one that is
-/// not a CPU emulation (lavapipe is slower than the CPU path; naming it with `TILEMM_DEVICE`
-/// makes it a candidate).
-fn candidates<T: Real>() -> &'static [(Route, String)] {
-    static SINGLE: OnceLock<Vec<(Route, String)>> = OnceLock::new();
-    static DOUBLE: OnceLock<Vec<(Route, String)>> = OnceLock::new();
-    let cell = if T::FORTRAN == f32::FORTRAN {
-        &SINGLE
-    } else {
-        &DOUBLE
-    };
-    cell.get_or_init(|| {
-        available::<T>()
-            .into_iter()
-            .map(|route| (route, identity::<T>(route)))
-            .collect()
+/// The routes `auto` chooses among for one element type, and what the model calls them.
+pub struct Routes {
+    routes: Vec<Route>,
+    candidates: Vec<Candidate<'static>>,
+}
+
+/// The routes `auto` chooses among for `T`, found once: the BLAS underneath (where there is
+/// one), tilemm's CPU path, and the GPU when there is one that is not a CPU emulation (lavapipe
+/// is slower than the CPU path; naming it with `TILEMM_DEVICE` makes it a candidate).
+fn candidates<T: Real>() -> &'static Routes {
+    T::found().routes.get_or_init(|| {
+        let routes = available::<T>();
+        let candidates = routes
+            .iter()
+            .map(|&route| Candidate {
+                // Kept for the process's life, as the routes are.
+                id: String::leak(identity::<T>(route)),
+                // The GPU's launch and transfers cost most at small sizes.
+                steady: route != Route::Gpu,
+            })
+            .collect();
+        Routes { routes, candidates }
     })
 }
 
@@ -424,22 +429,14 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
         Mode::Cpu => (Route::Cpu, false),
         Mode::Off => (Route::Blas, false),
         Mode::Auto => {
-            let routes = candidates::<T>();
-            let candidates: Vec<Candidate> = routes
-                .iter()
-                .map(|(route, id)| Candidate {
-                    id,
-                    // The GPU's launch and transfers cost most at small sizes.
-                    steady: *route != Route::Gpu,
-                })
-                .collect();
+            let found = candidates::<T>();
             let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
-                &candidates,
+                &found.candidates,
                 precision,
                 call.fmas(),
             );
             (
-                routes[choice.index()].0,
+                found.routes[choice.index()],
                 matches!(choice, Choice::Explore(_)),
             )
         }
@@ -470,7 +467,7 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
                     let mut notes = Vec::new();
                     let id = identity_of::<T>(route);
                     model().lock().unwrap_or_else(|e| e.into_inner()).record(
-                        &id,
+                        id,
                         precision,
                         call.fmas(),
                         time.saturating_sub(computed.tuning),
@@ -486,7 +483,7 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
             if settings().mode == Mode::Auto {
                 let id = identity_of::<T>(route);
                 let mut model = model().lock().unwrap_or_else(|e| e.into_inner());
-                model.failed(&id, precision, call.fmas());
+                model.failed(id, precision, call.fmas());
             }
             let fallback = fallback(call);
             written.set(true);
@@ -502,12 +499,11 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
     log(|| line);
 }
 
-/// `route`'s identity in the model (as found once).
-fn identity_of<T: Real>(route: Route) -> String {
-    candidates::<T>()
-        .iter()
-        .find(|(r, _)| *r == route)
-        .map_or_else(|| identity::<T>(route), |(_, id)| id.clone())
+/// `route`'s identity in the model, as `auto` found it (only `auto` records in the model).
+fn identity_of<T: Real>(route: Route) -> &'static str {
+    let found = candidates::<T>();
+    let i = found.routes.iter().position(|&r| r == route);
+    i.map_or("", |i| found.candidates[i].id)
 }
 
 fn ms(time: Duration) -> f64 {

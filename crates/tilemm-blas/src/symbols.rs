@@ -160,14 +160,7 @@ pub fn next<T: Real>() -> Option<&'static Next<T>> {
             library,
         })
     }
-    static SINGLE: OnceLock<Option<Next<f32>>> = OnceLock::new();
-    static DOUBLE: OnceLock<Option<Next<f64>>> = OnceLock::new();
-    let any: &dyn std::any::Any = if T::FORTRAN == f32::FORTRAN {
-        SINGLE.get_or_init(found::<f32>)
-    } else {
-        DOUBLE.get_or_init(found::<f64>)
-    };
-    any.downcast_ref::<Option<Next<T>>>()?.as_ref()
+    T::found().next.get_or_init(found::<T>).as_ref()
 }
 
 /// The file this library was loaded from.
