@@ -9,6 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
+use tilemm::tune::TuneBudget;
 use tilemm::{Backend, DeviceKind, GpuSession};
 
 use crate::call::{Call, Op, Real, Work};
@@ -78,6 +79,9 @@ struct Settings {
     mode: Mode,
     /// `TILEMM_DEVICE`: a backend and index, `None` for the best GPU.
     device: Option<(Backend, Option<usize>)>,
+    /// `TILEMM_BLAS_TUNE`: how long the GPU route may tune a class on one call (0 by default:
+    /// a host program is never held up by a search, only by one compilation per new class).
+    tune: TuneBudget,
     log: Option<Mutex<File>>,
 }
 
@@ -100,6 +104,13 @@ fn settings() -> &'static Settings {
             },
             _ => None,
         };
+        let tune = match std::env::var("TILEMM_BLAS_TUNE") {
+            Ok(text) if !text.trim().is_empty() => text.parse().unwrap_or_else(|e| {
+                problems.push(format!("TILEMM_BLAS_TUNE: {e}; 0 is used"));
+                TuneBudget::Time(Duration::ZERO)
+            }),
+            _ => TuneBudget::Time(Duration::ZERO),
+        };
         let log = std::env::var_os("TILEMM_BLAS_LOG")
             .filter(|p| !p.is_empty())
             .and_then(|path| match open_log(std::path::Path::new(&path)) {
@@ -121,6 +132,7 @@ fn settings() -> &'static Settings {
             pid: std::process::id(),
             mode,
             device,
+            tune,
             log,
         }
     })
@@ -459,6 +471,15 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
             if let Some(kernel) = &computed.kernel {
                 let _ = write!(line, " kernel={kernel}");
             }
+            if computed.timed > 0 {
+                let plural = if computed.timed == 1 { "" } else { "s" };
+                let _ = write!(
+                    line,
+                    " (tuning: {} candidate{plural} timed in {:.3} ms)",
+                    computed.timed,
+                    ms(computed.tuning)
+                );
+            }
             if explored {
                 line.push_str(" (measuring)");
                 // A route's first timing in the process (a thread pool started, kernels
@@ -516,6 +537,8 @@ struct Computed {
     tuning: Duration,
     /// On the GPU, the kernel.
     kernel: Option<String>,
+    /// How many candidate kernels the tuner timed in this call.
+    timed: usize,
 }
 
 /// Computes `call` on `route`, or says why it could not (C is then untouched).
@@ -523,6 +546,7 @@ unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, Str
     let plain = Computed {
         tuning: Duration::ZERO,
         kernel: None,
+        timed: 0,
     };
     match route {
         Route::Blas => match symbols::next::<T>() {
@@ -537,10 +561,14 @@ unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, Str
         }
         Route::Gpu => {
             let gpu = gpu().map_err(|why| format!("no GPU: {why}"))?;
-            let run = on_tilemm(tilemm::Gemm::new().on(gpu), call)?;
+            let run = on_tilemm(
+                tilemm::Gemm::new().on(gpu).tune_budget(settings().tune),
+                call,
+            )?;
             Ok(Computed {
                 tuning: run.tuning.as_ref().map_or(Duration::ZERO, |t| t.time),
                 kernel: run.plan.map(|p| p.to_string()),
+                timed: run.tuning.as_ref().map_or(0, |t| t.timed.len()),
             })
         }
     }

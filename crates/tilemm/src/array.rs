@@ -51,7 +51,7 @@ use crate::plan::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::{MatrixDesc, Precision, Problem};
 use crate::runtime::backend::{open_device, Backend, GpuSession};
-use crate::tune::{self, KernelChoice, TuneOptions, TuneReport};
+use crate::tune::{self, KernelChoice, TuneBudget, TuneOptions, TuneReport};
 use crate::types::element::{Element, HostData};
 
 /// C = A·B for two 2-D views of the same element type, as a new row-major array: the front
@@ -176,8 +176,9 @@ static TUNING: Mutex<()> = Mutex::new(());
 /// products of a class do not read the cache file and check every candidate again.
 static FINAL: Mutex<Vec<(String, TuneReport)>> = Mutex::new(Vec::new());
 
-/// The tuner's choice for `problem` on `gpu`, from [`FINAL`] when the class is there.
-fn choose(gpu: &GpuSession, problem: &Problem) -> Result<TuneReport> {
+/// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when the class
+/// is there.
+fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<TuneReport> {
     let start = Instant::now();
     let key = tune::TuneKey::new(gpu, problem).text();
     let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -194,6 +195,7 @@ fn choose(gpu: &GpuSession, problem: &Problem) -> Result<TuneReport> {
     drop(known);
     let options = TuneOptions {
         on_tuning: None,
+        budget,
         ..TuneOptions::default()
     };
     let report = {
@@ -213,6 +215,7 @@ fn choose(gpu: &GpuSession, problem: &Problem) -> Result<TuneReport> {
 pub struct Gemm<'s> {
     target: Target<'s>,
     kernel: KernelChoice,
+    budget: TuneBudget,
     alpha: f64,
     beta: f64,
 }
@@ -229,6 +232,7 @@ impl Gemm<'static> {
         Gemm {
             target: Target::Auto,
             kernel: KernelChoice::Auto,
+            budget: TuneBudget::Auto,
             alpha: 1.0,
             beta: 0.0,
         }
@@ -241,6 +245,7 @@ impl<'s> Gemm<'s> {
         Gemm {
             target: Target::Session(gpu),
             kernel: self.kernel,
+            budget: self.budget,
             alpha: self.alpha,
             beta: self.beta,
         }
@@ -258,6 +263,14 @@ impl<'s> Gemm<'s> {
     /// The kernel: [`KernelChoice::Auto`] (the default) or a rung in a configuration.
     pub fn kernel(self, kernel: KernelChoice) -> Self {
         Gemm { kernel, ..self }
+    }
+
+    /// How long `auto` may tune a shape class not yet fully tuned, on each product
+    /// ([`TuneBudget::Auto`] by default: about a second, going on at later products until every
+    /// candidate has been timed). A budget of 0 takes the cached choice as it is and, for a class
+    /// never seen, times its best-ranked candidate alone: one compilation, never a search.
+    pub fn tune_budget(self, budget: TuneBudget) -> Self {
+        Gemm { budget, ..self }
     }
 
     /// The kernel and configuration that run (short for [`kernel`](Gemm::kernel)).
@@ -393,7 +406,7 @@ impl<'s> Gemm<'s> {
         if let Resolved::Gpu(gpu) = resolved {
             match self.kernel {
                 KernelChoice::Fixed(config) => plan = Some(Plan::new(config)),
-                KernelChoice::Auto => match choose(gpu, &problem) {
+                KernelChoice::Auto => match choose(gpu, &problem, self.budget) {
                     Ok(report) => {
                         plan = Some(report.chosen);
                         tuning = Some(report);

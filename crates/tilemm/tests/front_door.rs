@@ -2,9 +2,11 @@
 //! defaults, checked exactly against ndarray's own product on integer data.
 
 use std::sync::Once;
+use std::time::Duration;
 
 use half::{bf16, f16};
 use ndarray::{Array2, ArrayView2};
+use tilemm::tune::{CacheUse, TuneBudget};
 use tilemm::{Backend, DeviceKind, Element, Gemm, Route};
 
 /// Small integers: every product and sum below is exact in f16 accumulation's f32 and in f32.
@@ -145,4 +147,28 @@ fn a_named_device_runs_there_with_the_tuners_verified_choice_shared_by_threads()
         cpu.product(a.view(), b.view()).unwrap().mapv(f64::from),
         exact(a.view(), b.view())
     );
+}
+
+#[test]
+fn a_tuning_budget_of_zero_times_one_kernel_for_a_new_class_then_takes_it_as_it_is() {
+    private_cache();
+    // What the drop-in BLAS asks for: no search inside a caller's product.
+    let zero = Gemm::new()
+        .device(Backend::Wgpu, None)
+        .tune_budget(TuneBudget::Time(Duration::ZERO));
+    let (a, b) = (ints::<f64>(200, 150, 3), ints::<f64>(150, 170, 4));
+    let mut c = Array2::<f64>::zeros((200, 170));
+    let first = zero.write(a.view(), b.view(), c.view_mut()).unwrap();
+    assert_eq!(c, exact(a.view(), b.view()));
+    let first = first.tuning.expect("auto tunes on a GPU");
+    assert_eq!(first.timed.len(), 1, "{first}");
+    assert!(first.verified, "{first}");
+
+    c.fill(f64::NAN);
+    let again = zero.write(a.view(), b.view(), c.view_mut()).unwrap();
+    assert_eq!(c, exact(a.view(), b.view()));
+    let again = again.tuning.expect("auto tunes on a GPU");
+    assert!(again.timed.is_empty(), "{again}");
+    assert_eq!(again.cache, CacheUse::Hit, "{again}");
+    assert_eq!(again.chosen, first.chosen);
 }
