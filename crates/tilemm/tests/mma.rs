@@ -117,8 +117,12 @@ fn check(plan: &Plan, name: &str, p: &Problem, rng: &mut StdRng) {
         .unwrap()
         .check_passes(&run.c, run.schedule.passes)
         .unwrap();
+    // Exact wherever C's type holds every partial sum (|entries| ≤ 3): bf16 holds the integers
+    // to 256 only, so a long K in bf16 is held to the bound, entry by entry, instead.
+    let largest = 9.0 * p.k() as f64 * p.alpha().abs() + 3.0 * p.beta().abs();
+    let exact = largest <= p.precision().output.exact_integer_limit();
     assert!(
-        check.pass && check.all_exact(),
+        check.pass && (check.all_exact() || !exact),
         "{plan} on {name}: {check:?}"
     );
     // Random data: the bound, and what f32 accumulation gives random inputs.
@@ -148,17 +152,21 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
         // kernel, every registered configuration, over the contract and in bf16.
         println!("branch taken: mma.sync on {}: the contract", info.name);
         let mut rng = StdRng::seed_from_u64(29);
-        let bf16 = Shape {
-            precision: Precision::new(DType::BF16, DType::BF16).unwrap(),
-            ..Shape::new(300, 520, 260)
-        }
-        .problem()
-        .unwrap();
+        let bf16 = |output| {
+            Shape {
+                precision: Precision::new(DType::BF16, output).unwrap(),
+                ..Shape::new(300, 520, 260)
+            }
+            .problem()
+            .unwrap()
+        };
+        let (bf16_f32, bf16) = (bf16(DType::F32), bf16(DType::BF16));
         for config in Kernel::Mma.configs() {
             let plan = Plan::new(config);
             for (name, p) in contract() {
                 check(&plan, &name, &p, &mut rng);
             }
+            check(&plan, "bf16 300×520×260, C in f32", &bf16_f32, &mut rng);
             check(&plan, "bf16 300×520×260", &bf16, &mut rng);
         }
         return;
