@@ -172,17 +172,23 @@ fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Opened> {
 /// timings, and the last to save would drop what the others timed.
 static TUNING: Mutex<()> = Mutex::new(());
 
-/// The choices of fully tuned classes this process has read, by key: final, so that repeated
-/// products of a class do not read the cache file and check every candidate again.
-static FINAL: Mutex<Vec<(String, TuneReport)>> = Mutex::new(Vec::new());
+/// The choices this process has made or read that are final for it, by key, with whether the
+/// class is fully tuned: so that repeated products of a class do not read the cache file and
+/// rank every candidate again. A fully tuned class is final for every caller; any choice is
+/// final for a caller whose budget is 0, which never tunes further.
+static FINAL: Mutex<Vec<(String, bool, TuneReport)>> = Mutex::new(Vec::new());
 
-/// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when the class
-/// is there.
+/// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when it holds
+/// one that is final for `budget`.
 fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<TuneReport> {
     let start = Instant::now();
     let key = tune::TuneKey::new(gpu, problem).text();
+    let settled = budget == TuneBudget::Time(Duration::ZERO);
     let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, report)) = known.iter().find(|(k, _)| *k == key) {
+    let found = known
+        .iter()
+        .find(|(k, complete, _)| *k == key && (*complete || settled));
+    if let Some((_, _, report)) = found {
         return Ok(TuneReport {
             cache: tune::CacheUse::Hit,
             timed: Vec::new(),
@@ -202,9 +208,12 @@ fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<Tun
         let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
         tune::choose(gpu, problem, &options)?
     };
-    if report.complete() {
+    let complete = report.complete();
+    if complete || settled {
         let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-        known.push((key, report.clone()));
+        // A fully tuned class replaces what a budget of 0 kept for it.
+        known.retain(|(k, _, _)| *k != key);
+        known.push((key, complete, report.clone()));
     }
     Ok(report)
 }
@@ -268,7 +277,8 @@ impl<'s> Gemm<'s> {
     /// How long `auto` may tune a shape class not yet fully tuned, on each product
     /// ([`TuneBudget::Auto`] by default: about a second, going on at later products until every
     /// candidate has been timed). A budget of 0 takes the cached choice as it is and, for a class
-    /// never seen, times its best-ranked candidate alone: one compilation, never a search.
+    /// never seen, times its best-ranked candidate that compiles (usually the first: one
+    /// compilation), never a search; the process keeps that choice for the class.
     pub fn tune_budget(self, budget: TuneBudget) -> Self {
         Gemm { budget, ..self }
     }
