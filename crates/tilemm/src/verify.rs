@@ -418,11 +418,11 @@ impl<'a> Reference<'a> {
         if self.problem.reads_c() {
             on_magnitude += u_acc;
         }
-        // Each pass rounds C to the output type (a partial sum, at most M, before the last).
+        // C is rounded to the output type once; each pass after the first adds its sum to the
+        // partial sums (at most M) in the accumulator's type.
         if p.output != p.accumulate {
             let u_out = p.output.unit_roundoff();
             on_result += 2.0 * u_out * (1.0 + u_out);
-            on_magnitude += (passes - 1.0) * 2.0 * u_out;
         }
         on_magnitude += (passes - 1.0) * 2.0 * u_acc;
         PrecisionLimit {
@@ -441,12 +441,13 @@ impl<'a> Reference<'a> {
     }
 
     /// The bound's factor and floor for a result whose K was summed in `passes` launches, each
-    /// continuing the sum left in C (so C was rounded to its type after each):
+    /// continuing the sum the earlier ones left in the accumulator's type (tilemm never rounds
+    /// a partial sum to a narrower C):
     ///
     /// - inputs: rounded in the kernel (tf32), each product off by (1 + u_in)² − 1;
     /// - accumulation: γ with K + 2·passes roundings of the accumulator (K products and sums,
     ///   and per pass the α product and the β sum);
-    /// - output: γ_passes of the output type when that is coarser than the accumulator;
+    /// - output: one rounding to the output type when that is coarser than the accumulator;
     /// - the f64 reference's own γ_(K+2) in 2⁻⁵³.
     ///
     /// `None` when the bound says nothing (K·u ≥ 1/2).
@@ -462,15 +463,16 @@ impl<'a> Reference<'a> {
         let output = if p.output == p.accumulate {
             0.0
         } else {
-            gamma(passes, p.output.unit_roundoff())? * (1.0 + accumulate)
+            gamma(1.0, p.output.unit_roundoff())? * (1.0 + accumulate)
         };
         let factor = accumulate + output + gamma(k + 2.0, f64::EPSILON / 2.0)?;
         // K products and K − 1 additions, each of which may underflow or be flushed to zero,
-        // terms with a subnormal operand, which a device may flush to zero whole, and each
-        // pass's rounding of C near zero.
-        let mut floor = 2.0 * k * p.accumulate.smallest_normal() + self.subnormal_slack;
+        // terms with a subnormal operand, which a device may flush to zero whole, and C's
+        // rounding near zero.
+        let mut floor =
+            (2.0 * k + 2.0 * passes) * p.accumulate.smallest_normal() + self.subnormal_slack;
         if p.output != p.accumulate {
-            floor += passes * p.output.smallest_normal();
+            floor += p.output.smallest_normal();
         }
         Some((factor, floor))
     }

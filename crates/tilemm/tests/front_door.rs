@@ -172,3 +172,42 @@ fn a_tuning_budget_of_zero_times_one_kernel_for_a_new_class_then_takes_it_as_it_
     assert_eq!(again.cache, CacheUse::Hit, "{again}");
     assert_eq!(again.chosen, first.chosen);
 }
+
+#[test]
+fn the_issues_long_k_f16_products_are_exact_on_every_route() {
+    // Reported on the wgpu route: 1×98304 · 98304×1 worth 32768 came back inf (the partial sum
+    // 65536 rounded to f16 between slabs of 32768), and 1×32769 worth 2050 came back 2048.
+    private_cache();
+    let mut cases = Vec::new();
+    let mut a = vec![0.0; 32769];
+    a[32768 - 2049..].fill(1.0);
+    cases.push((a, 2050.0));
+    let mut a = vec![1.0; 98304];
+    a[65536..].fill(-1.0);
+    cases.push((a, 32768.0));
+    let routes = [
+        ("cpu", Gemm::new().device(Backend::Cpu, None)),
+        (
+            "wgpu",
+            Gemm::new()
+                .device(Backend::Wgpu, None)
+                .tune_budget(TuneBudget::Time(Duration::ZERO)),
+        ),
+        ("default", Gemm::new()),
+    ];
+    for (route, gemm) in &routes {
+        for (values, want) in &cases {
+            let k = values.len();
+            let a = Array2::from_shape_fn((1, k), |(_, j)| f16::from_f64(values[j]));
+            let b = Array2::from_elem((k, 1), f16::ONE);
+            let c = gemm.product(a.view(), b.view()).unwrap();
+            assert_eq!(c[[0, 0]].to_f64(), *want, "{route}, K = {k}");
+            let a = a.mapv(|x| bf16::from_f32(x.to_f32()));
+            let b = b.mapv(|x| bf16::from_f32(x.to_f32()));
+            let c = gemm.product(a.view(), b.view()).unwrap();
+            // The exact sum, rounded once to bf16 (2050 is 2048 there).
+            let want = bf16::from_f64(*want).to_f64();
+            assert_eq!(c[[0, 0]].to_f64(), want, "{route}, bf16, K = {k}");
+        }
+    }
+}

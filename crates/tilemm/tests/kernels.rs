@@ -497,3 +497,153 @@ fn the_device_is_granted_the_adapters_limits_not_wgpus_defaults() {
     assert!(granted.limits.max_units_per_cube >= 1024, "{granted:?}");
     assert!(granted.limits.max_shared_bytes > 16384, "{granted:?}");
 }
+
+/// A 1×K by K×1 product of ±1s and 0s whose partial sums, cut at a slab boundary, are not in
+/// C's type though the result is, and what it must give: 2049 ones (257 in bf16, one past the
+/// type's exact integers) ending at the first of `boundaries` past them, then one 1, which is
+/// 2050 (258); in f16 also 65536 ones ending at a boundary (65536 overflows f16), then 32768
+/// minus ones, which is 32768. With β = 2 and C₀ = 16, 32 more. `boundary(at, tail)`: a
+/// boundary `end` from `at`, and a K of at least `end + tail` whose product has it.
+fn long_k_patterns(
+    dtype: DType,
+    boundary: impl Fn(usize, usize) -> (usize, usize),
+) -> Vec<(String, Vec<f64>, f64)> {
+    let exact = match dtype {
+        DType::F16 => 2048,
+        DType::BF16 => 256,
+        other => unreachable!("{other} holds larger sums"),
+    };
+    let mut patterns = Vec::new();
+    let (end, k) = boundary(exact + 1, 1);
+    let mut a = vec![0.0; k];
+    a[end - exact - 1..=end].fill(1.0);
+    patterns.push((
+        format!("{} ones across K = {end}", exact + 2),
+        a,
+        (exact + 2) as f64,
+    ));
+    if dtype == DType::F16 {
+        let (end, k) = boundary(65536, 32768);
+        let mut a = vec![0.0; k];
+        a[end - 65536..end].fill(1.0);
+        a[end..end + 32768].fill(-1.0);
+        patterns.push((
+            format!("65536 ones then 32768 minus ones, K = {}", a.len()),
+            a,
+            32768.0,
+        ));
+    }
+    patterns
+}
+
+/// The f16 or bf16 product of `pattern` (1×K) and K ones, with β = 2 (C₀ = 16) when `beta`.
+fn half_product(dtype: DType, k: usize, beta: bool) -> Problem {
+    Shape {
+        precision: Precision::of(dtype),
+        beta: if beta { 2.0 } else { 0.0 },
+        ..Shape::new(1, k, 1)
+    }
+    .problem()
+    .unwrap()
+}
+
+#[test]
+fn half_precision_sums_are_never_rounded_to_c_between_slabs_of_k() {
+    // Drivers cut long loops short, so a long K runs in slabs (one launch each). Continuing the
+    // sum through an f16 C rounded it every 32768 terms: 2050 came back as 2048, 32768 as inf.
+    // The slabs are the session's, the same for every rung: here the rungs that are quick on
+    // lavapipe at such a K (slabs of 32768 and 131072), every rung in scripts/test-exhaustive.
+    let plans = [Kernel::Naive, Kernel::Register, Kernel::Broadcast].map(Plan::default_for);
+    assert_eq!(long_k_products(&plans, true), 3 * (4 + 2));
+}
+
+/// Every rung's default configuration: scripts/test-exhaustive runs it (a K of a million
+/// takes the larger tiles seconds each on lavapipe).
+#[test]
+#[ignore = "exhaustive: scripts/test-exhaustive runs it"]
+fn half_precision_sums_are_never_rounded_to_c_between_slabs_of_k_on_any_rung() {
+    let plans: Vec<Plan> = Kernel::ALL.iter().map(|k| Plan::default_for(*k)).collect();
+    let ran = long_k_products(&plans, false);
+    assert!(ran >= 3 * 7, "too few rungs ran f16 and bf16 here: {ran}");
+}
+
+/// The [`long_k_patterns`] on each of `plans` that runs f16 (and bf16) here, each with β = 0
+/// and with β = 2 where `both_betas` (else β = 2 on the first pattern of f16 only); how many
+/// products ran, each exact.
+fn long_k_products(plans: &[Plan], both_betas: bool) -> usize {
+    let info = gpu().info();
+    let mut ran = 0;
+    for dtype in [DType::F16, DType::BF16] {
+        for plan in plans {
+            let probe = half_product(dtype, 1 << 20, false);
+            if !runs(plan, &probe) {
+                eprintln!("{plan} does not run {dtype} here");
+                continue;
+            }
+            let step = plan.k_per_launch(&probe) as usize;
+            let started = std::time::Instant::now();
+            let patterns = long_k_patterns(dtype, |at, tail| {
+                let end = at.div_ceil(step) * step;
+                (end, end + tail)
+            });
+            for (i, (name, pattern, want)) in patterns.iter().enumerate() {
+                let betas: &[bool] = match (both_betas, dtype, i) {
+                    (true, ..) => &[false, true],
+                    (false, DType::F16, 0) => &[true],
+                    _ => &[false],
+                };
+                for &beta in betas {
+                    let p = half_product(dtype, pattern.len(), beta);
+                    assert!(plan.check(&p, info).unwrap().k_slabs > 1, "{plan}, {name}");
+                    let a = HostData::from_f64(dtype, pattern.iter().copied());
+                    let b = HostData::from_f64(dtype, std::iter::repeat_n(1.0, pattern.len()));
+                    let c0 = HostData::from_f64(dtype, std::iter::once(16.0));
+                    let run = gpu().gemm(&p, plan, &a, &b, beta.then_some(&c0)).unwrap();
+                    let want = if beta { want + 32.0 } else { *want };
+                    assert_eq!(run.c.get(0), want, "{plan}, {dtype}, {name}, β: {beta}");
+                    ran += 1;
+                }
+            }
+            eprintln!(
+                "{plan}, {dtype}: slabs of {step}, {:.1?}",
+                started.elapsed()
+            );
+        }
+    }
+    ran
+}
+
+#[test]
+fn half_precision_sums_are_never_rounded_to_c_between_panels_of_k() {
+    // 2 KiB bindings: a 1×K f16 row of A takes panels of K, each continuing C's block.
+    let limits = tilemm::DeviceLimits {
+        max_binding_bytes: 2048,
+        ..gpu().info().limits
+    };
+    let small = GpuSession::open(common::backend(), None)
+        .unwrap()
+        .limit(limits);
+    let plan = Plan::default_for(Kernel::Naive);
+    for dtype in [DType::F16, DType::BF16] {
+        // Panels halve K: with K a power of two, the depth divides it (4096: 8 KiB of A, so
+        // K is cut in any case).
+        let boundary = |at: usize, tail: usize| {
+            let k = (at + tail).next_power_of_two().max(4096);
+            let p = half_product(dtype, k, true);
+            let depth = small.schedule(&p, &plan).unwrap().panels.depth;
+            assert!(k.is_multiple_of(depth), "K {k}, depth {depth}");
+            (at.div_ceil(depth) * depth, k)
+        };
+        for (name, pattern, want) in long_k_patterns(dtype, boundary) {
+            let p = half_product(dtype, pattern.len(), true);
+            let schedule = small.schedule(&p, &plan).unwrap();
+            assert!(schedule.panels.counts[1] > 1, "{name}: {schedule:?}");
+            let a = HostData::from_f64(dtype, pattern.iter().copied());
+            let b = HostData::from_f64(dtype, std::iter::repeat_n(1.0, pattern.len()));
+            let c0 = HostData::from_f64(dtype, std::iter::once(16.0));
+            let run = small.gemm(&p, &plan, &a, &b, Some(&c0)).unwrap();
+            assert_eq!(run.c.get(0), want + 32.0, "{dtype}, {name}");
+            assert_eq!(run.c.dtype(), dtype);
+        }
+    }
+}

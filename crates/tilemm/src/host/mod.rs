@@ -305,6 +305,19 @@ pub fn copy_of(data: &HostData, what: &str) -> Result<HostData> {
     Ok(copy)
 }
 
+/// `data` rounded (or widened) to `dtype`'s storage, or an error naming `what` when the
+/// allocation fails.
+pub fn converted(data: &HostData, dtype: DType, what: &str) -> Result<HostData> {
+    use crate::types::element::Element;
+    let mut out = zeros_of(dtype, data.len(), what)?;
+    crate::with_data!(&mut out, v => {
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = Element::from_f64(data.get(i));
+        }
+    });
+    Ok(out)
+}
+
 /// Bytes an unprivileged process may still write on the file system holding `path`.
 pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;

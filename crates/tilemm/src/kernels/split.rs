@@ -17,8 +17,8 @@ use crate::problem::{DType, MatrixDesc, Precision, Problem};
 const SIDE: u32 = 16;
 
 /// C = α·Σₛ Pₛ + β·C for the batch entries from `batch_begin` (one per z of the grid, `entries`
-/// of them); the partial Pₛ of entry e is the row-major M×N matrix at (s·entries + e)·M·N of
-/// `partials`.
+/// of them); the partial Pₛ of entry e is the row-major M×N matrix at
+/// (s·entries + e + partials_begin)·M·N of `partials`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_partials<A: Float + CubeElement, O: Float>(
@@ -28,6 +28,7 @@ pub fn reduce_partials<A: Float + CubeElement, O: Float>(
     m: u32,
     n: u32,
     batch_begin: u32,
+    partials_begin: u32,
     alpha: A,
     beta: A,
     #[comptime] splits: u32,
@@ -40,7 +41,8 @@ pub fn reduce_partials<A: Float + CubeElement, O: Float>(
         let within = row * n + col;
         let mut sum = A::new(0.0);
         for s in 0..splits {
-            sum += partials[((s * CUBE_COUNT_Z + entry) * plane + within) as usize];
+            sum +=
+                partials[((s * CUBE_COUNT_Z + entry + partials_begin) * plane + within) as usize];
         }
         let index = at(&vc, batch_begin + entry, row, col);
         let mut value = alpha * sum;
@@ -76,9 +78,21 @@ pub(crate) fn partials_len(canonical: &Problem, splits: u32, entries: u32) -> us
     canonical.m * canonical.n * (splits * entries) as usize
 }
 
+/// Batch entries the partials of `launches` hold: split-K's, one chunk of the batch (its
+/// kernels index the partials from the chunk's start); otherwise the whole batch, since a
+/// rung that does not split K writes its C at the batch entry it computes.
+pub(crate) fn partials_entries(canonical: &Problem, launches: &crate::plan::Launches) -> u32 {
+    if launches.k_splits > 1 {
+        launches.shape.grid[2] / launches.k_splits
+    } else {
+        canonical.batch as u32
+    }
+}
+
 /// Enqueues [`reduce_partials`] over `entries` batch entries from `batch_begin` of
 /// `canonical`'s C (`c`, `c_words` elements of its stored type: f32 for bf16 where the
-/// device has no bf16, `packed`), with `beta` (1 for K slabs after the first).
+/// device has no bf16, `packed`), with `beta`; the first entry's partials are at
+/// `partials_begin` in the partials.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<R: Runtime>(
     client: &ComputeClient<R>,
@@ -87,7 +101,7 @@ pub(crate) fn reduce<R: Runtime>(
     c: (&Handle, usize),
     splits: u32,
     entries: u32,
-    batch_begin: u32,
+    (batch_begin, partials_begin): (u32, u32),
     beta: f64,
     packed: bool,
 ) {
@@ -95,7 +109,7 @@ pub(crate) fn reduce<R: Runtime>(
     let count = CubeCount::Static(n.div_ceil(SIDE), m.div_ceil(SIDE), entries);
     let dim = CubeDim::new_2d(SIDE, SIDE);
     let d = &canonical.c;
-    let len = partials_len(canonical, splits, entries);
+    let len = partials_len(canonical, splits, entries + partials_begin);
     macro_rules! go {
         ($a:ty, $o:ty) => {
             // SAFETY: the partials hold `len` elements of the accumulator's type (the split
@@ -117,6 +131,7 @@ pub(crate) fn reduce<R: Runtime>(
                     m,
                     n,
                     batch_begin,
+                    partials_begin,
                     super::args::scalar::<$a>(canonical.alpha),
                     super::args::scalar::<$a>(beta),
                     splits,

@@ -129,16 +129,18 @@ pub fn check(plan: &Plan, problem: &Problem, device: &DeviceInfo) -> Result<Laun
     }
     let (m, k, n) = (problem.m, problem.k, problem.n);
     let bytes = device_bytes(problem, device);
-    // Split-K's partials: one M×N matrix of the accumulator per slice and batch entry of
-    // a launch.
-    let partials = (launches.k_splits > 1).then(|| {
-        let entries = shape.grid[2] / launches.k_splits;
-        let len = crate::kernels::split::partials_len(problem, launches.k_splits, entries);
-        (
-            len,
-            len.saturating_mul(problem.precision.accumulate.size_bytes()),
-        )
-    });
+    // Partials (split-K's, or a narrow C's over slabs of K): one M×N matrix of the
+    // accumulator per slice and batch entry of a launch.
+    let partials = launches
+        .uses_partials(problem, !device.types.bf16)
+        .then(|| {
+            let entries = crate::kernels::split::partials_entries(problem, &launches);
+            let len = crate::kernels::split::partials_len(problem, launches.k_splits, entries);
+            (
+                len,
+                len.saturating_mul(problem.precision.accumulate.size_bytes()),
+            )
+        });
     if let Some(memory) = limits.memory_bytes {
         // The operands live on the device together; a runtime that runs out of memory
         // panics inside CubeCL instead of reporting it.
@@ -173,7 +175,11 @@ pub fn check(plan: &Plan, problem: &Problem, device: &DeviceInfo) -> Result<Laun
         .zip(bytes)
         .map(|(((name, desc), span), bytes)| (matrix(name, &desc), span, bytes))
         .chain(partials.map(|(len, bytes)| {
-            let what = format!("the partials of {} slices of K", launches.k_splits);
+            let what = if launches.k_splits > 1 {
+                format!("the partials of {} slices of K", launches.k_splits)
+            } else {
+                format!("the {} partial sums of C", problem.precision.accumulate)
+            };
             (what, len, bytes)
         }));
     let limit = limits.max_binding_bytes.min(limits.max_buffer_bytes);

@@ -19,8 +19,9 @@ use crate::problem::{DType, Precision, Problem};
 /// 12's lavapipe (Mesa 22.3) stops after 65535 iterations counted over *all* loops of an
 /// invocation, nested or one after another (measured: a 300×300 nested loop ran 65101 times),
 /// so nesting loops does not help. tilemm therefore splits K into slabs, one launch each, the
-/// later ones continuing the sum held in C (β = 1), so that no unit ever runs more than this
-/// many iterations in one launch. Half of Mesa's cap, for drivers with less.
+/// later ones continuing the sum held in C (β = 1), or in partials of the accumulator's type
+/// where C's is narrower ([`Launches::uses_partials`]), so that no unit ever runs more than
+/// this many iterations in one launch. Half of Mesa's cap, for drivers with less.
 pub const LOOP_TRIP_LIMIT: u32 = 1 << 15;
 
 /// A rung and its configuration: what runs.
@@ -62,6 +63,17 @@ impl Launches {
     /// Launches in all.
     pub fn count(&self) -> u64 {
         u64::from(self.k_slabs) * u64::from(self.batch_chunks)
+    }
+
+    /// Whether the launches keep their sums in partials of the accumulator's type (one M×N
+    /// matrix per slice of K and batch entry), added into C once at the end: split-K's slices,
+    /// and any product whose K takes several slabs while C's stored type is narrower than the
+    /// accumulator (continuing the sum in C would round it to C's type at every slab: an f16
+    /// C stops counting at 2048). `packed`: bf16 is held as f32 (the device has no bf16).
+    pub fn uses_partials(&self, problem: &Problem, packed: bool) -> bool {
+        let narrow_c = crate::kernels::stored_output(problem.precision, packed)
+            != problem.precision.accumulate;
+        self.k_splits > 1 || (self.k_slabs > 1 && narrow_c)
     }
 }
 

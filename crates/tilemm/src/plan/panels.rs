@@ -1,5 +1,5 @@
 //! Products larger than one device buffer, in panels: row panels of A and C, column panels of B,
-//! slabs of K (accumulated in C through β = 1) and chunks of the batch, each block copied into a
+//! slabs of K (accumulated through β = 1, in the accumulator's type) and chunks of the batch, each block copied into a
 //! buffer of its own. A product that fits is one block and runs on its views as they are.
 
 use std::ops::Range;
@@ -61,8 +61,8 @@ pub struct Schedule {
     pub panels: Panels,
     /// The launches of the first (largest) block.
     pub launches: Launches,
-    /// Roundings of each entry of C: one per launch that writes it (slabs of K, in panels
-    /// and within a block).
+    /// Passes over K that sum each entry of C: one per slab (in panels and within a block),
+    /// each continuing the sum in the accumulator's type; C is rounded to its type once.
     pub passes: usize,
 }
 
@@ -70,7 +70,7 @@ impl Panels {
     /// Panels for `problem` (canonical) on `device`: the whole product where its buffers fit
     /// one binding each (and 32-bit indexing) and the device's memory together; else blocks,
     /// halved along the dimension that matters (the batch first, since it costs nothing; then
-    /// M or N before K, since K slabs round C once more each) until every block's buffers fit
+    /// M or N before K, since each slab of K is one more pass over C's partial sums) until every block's buffers fit
     /// a binding and half of the device's memory (room to allocate the next block before the
     /// last is freed).
     pub fn plan(problem: &Problem, device: &DeviceInfo) -> Result<Panels> {
@@ -86,7 +86,7 @@ impl Panels {
             } else {
                 panels.block_problem(problem, &panels.block(0, 0, 0, 0), true)?
             };
-            let bytes = device_bytes(&block, device);
+            let bytes = device_bytes(&panels.summed(&block), device);
             let spans = [block.a_len(), block.b_len(), block.c_len()];
             let over: [bool; 3] =
                 std::array::from_fn(|i| bytes[i] as u64 > binding || spans[i] > u32::MAX as usize);
@@ -198,6 +198,17 @@ impl Panels {
         })
     }
 
+    /// `problem` as its blocks compute it: where slabs of K continue the sum in C's blocks and
+    /// C's type is narrower than the accumulator, with C in the accumulator's type (rounded to
+    /// its own once, after the last slab), so that no partial sum is rounded to C's type.
+    pub fn summed(&self, problem: &Problem) -> Problem {
+        let mut summed = *problem;
+        if self.counts[1] > 1 {
+            summed.precision.output = problem.precision.accumulate;
+        }
+        summed
+    }
+
     /// The product one block computes, on dense buffers of its own (each operand keeps its
     /// orientation, so the kernel walks it the same way; a broadcast operand stays one
     /// matrix). The first slab of K has `problem`'s β; later ones continue the sum (β = 1).
@@ -244,7 +255,7 @@ impl Schedule {
         } else {
             plan.check(&panels.block_problem(&canonical, &first, true)?, device)?
         };
-        // Each slab of K (a panel's, and a launch's within it) rounds C once.
+        // Each slab of K (a panel's, and a launch's within it) is one pass.
         let slabs_of = |depth: usize| {
             let step = plan.k_per_launch(&canonical) as usize;
             depth.div_ceil(step.max(1))
@@ -390,7 +401,7 @@ fn copy_line<T: Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::{DType, Shape};
+    use crate::problem::{DType, Precision, Shape};
 
     fn lavapipe() -> DeviceInfo {
         crate::device::test_lavapipe()
@@ -437,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn a_long_k_is_cut_into_slabs_and_each_rounds_c_once_more() {
+    fn a_long_k_is_cut_into_slabs_each_one_more_pass() {
         // A 16 × 3·10⁷ f32: a single row panel is all of M, so K is cut.
         let p = Problem::new(16, 30_000_000, 2).unwrap();
         let device = lavapipe();
@@ -453,6 +464,19 @@ mod tests {
             .map(|b| panels.block_problem(&p, &b, false).unwrap())
             .unwrap();
         assert_eq!(later.beta, 1.0);
+        // In f16, C's blocks hold the partial sums in f32 (and count so against the binding).
+        let half = Shape {
+            precision: Precision::of(DType::F16),
+            ..Shape::new(16, 30_000_000, 2)
+        }
+        .problem()
+        .unwrap();
+        let panels = Panels::plan(&half, &device).unwrap();
+        assert!(panels.counts[1] > 1, "{panels:?}");
+        assert_eq!(panels.summed(&half).precision.output, DType::F32);
+        assert_eq!(panels.summed(&half).precision.input, DType::F16);
+        let whole = Panels::plan(&Problem::new(16, 64, 2).unwrap(), &device).unwrap();
+        assert_eq!(whole.summed(&half).precision.output, DType::F16);
     }
 
     #[test]

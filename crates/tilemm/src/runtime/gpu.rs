@@ -341,8 +341,8 @@ impl<R: Runtime> Session<R> {
             (&c.handle, c.words),
         ];
         let batch = canonical.batch as u32;
-        if launches.k_splits > 1 {
-            self.enqueue_split(plan, canonical, launches, handles, packed);
+        if launches.uses_partials(canonical, packed) {
+            self.enqueue_partials(plan, canonical, launches, handles, packed);
             return;
         }
         for slab in plan.k_slabs(canonical) {
@@ -369,10 +369,11 @@ impl<R: Runtime> Session<R> {
         }
     }
 
-    /// [`Session::enqueue`] for a plan that splits K: per slab of K and chunk of the batch,
-    /// one launch of the slices into the partials, then their reduction into C (continuing
-    /// the sum the earlier slabs left there).
-    fn enqueue_split(
+    /// [`Session::enqueue`] for launches that keep partials ([`Launches::uses_partials`]):
+    /// per chunk of the batch, each slab of K continues the sum in the partials (of the
+    /// accumulator's type), then one reduction adds the slices into C with α and β, so C is
+    /// rounded to its type once.
+    fn enqueue_partials(
         &self,
         plan: &Plan,
         canonical: &Problem,
@@ -384,17 +385,28 @@ impl<R: Runtime> Session<R> {
         let [gx, gy, gz] = launches.shape.grid;
         let per_chunk = gz / splits;
         let batch = canonical.batch as u32;
-        let len = kernels::split::partials_len(canonical, splits, per_chunk);
+        let held = kernels::split::partials_entries(canonical, launches);
+        let len = kernels::split::partials_len(canonical, splits, held);
         let elem = canonical.precision.accumulate.size_bytes();
         let partials = self.client.empty(len * elem);
-        for slab in plan.k_slabs(canonical) {
-            for chunk in 0..launches.batch_chunks {
-                let begin = chunk * per_chunk;
-                let entries = per_chunk.min(batch - begin);
+        for chunk in 0..launches.batch_chunks {
+            let begin = chunk * per_chunk;
+            let entries = per_chunk.min(batch - begin);
+            // Split-K's partials hold this chunk; the others the whole batch.
+            let (partial, partials_begin) = if splits > 1 {
                 let partial = kernels::split::partial_problem(canonical, splits, entries);
+                (partial, 0)
+            } else {
+                (kernels::split::partial_problem(canonical, 1, held), begin)
+            };
+            for slab in plan.k_slabs(canonical) {
                 let mut args = Args::new(&partial);
                 args.k_range = (slab.begin, slab.end);
                 args.batch_begin = begin;
+                if slab.accumulate {
+                    // Later slabs continue the sum the earlier ones left in the partials.
+                    args.beta = 1.0;
+                }
                 kernels::launch_one(
                     &self.client,
                     &plan.config,
@@ -404,20 +416,18 @@ impl<R: Runtime> Session<R> {
                     &args,
                     packed,
                 );
-                // Later slabs continue the sum the earlier ones left in C.
-                let beta = if slab.accumulate { 1.0 } else { canonical.beta };
-                kernels::split::reduce(
-                    &self.client,
-                    canonical,
-                    &partials,
-                    c,
-                    splits,
-                    entries,
-                    begin,
-                    beta,
-                    packed,
-                );
             }
+            kernels::split::reduce(
+                &self.client,
+                canonical,
+                &partials,
+                c,
+                splits,
+                entries,
+                (begin, partials_begin),
+                canonical.beta,
+                packed,
+            );
         }
     }
 
@@ -631,9 +641,13 @@ impl<R: Runtime> Session<R> {
         b: &HostData,
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
-        let (problem, panels) = (&schedule.canonical, &schedule.panels);
+        let panels = &schedule.panels;
         let (a, b) = if schedule.swapped { (b, a) } else { (a, b) };
-        let output = problem.precision.output;
+        let output = schedule.canonical.precision.output;
+        // Slabs of K continue the sum in C's blocks: held in the accumulator's type where C's
+        // is narrower, and rounded to C's once at the end (Panels::plan counted them so).
+        let problem = &panels.summed(&schedule.canonical);
+        let held = problem.precision.output;
         let mut c = match c0 {
             Some(c0) if problem.reads_c() => {
                 problem.check_output(c0.len())?;
@@ -643,9 +657,9 @@ impl<R: Runtime> Session<R> {
                         c0.dtype()
                     )));
                 }
-                host::copy_of(c0, "C, assembled from panels")?
+                host::converted(c0, held, "C, assembled from panels")?
             }
-            _ => host::zeros_of(output, problem.c_len(), "C, assembled from panels")?,
+            _ => host::zeros_of(held, problem.c_len(), "C, assembled from panels")?,
         };
         let (mut upload, mut launch, mut kernel, mut download) = (
             Duration::ZERO,
@@ -706,6 +720,11 @@ impl<R: Runtime> Session<R> {
                 panels::scatter(&mut c, &problem.c, at, &done, &sub.c);
                 download += start.elapsed();
             }
+        }
+        if held != output {
+            let start = Instant::now();
+            c = host::converted(&c, output, "C, rounded to its type")?;
+            download += start.elapsed();
         }
         Ok(GpuRun {
             c,
