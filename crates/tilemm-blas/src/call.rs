@@ -199,7 +199,8 @@ pub mod cblas {
 /// reference CBLAS passes to `cblas_xerbla`, and its message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CblasRefusal {
-    /// 1 (layout), 2 (TransA) or 3 (TransB).
+    /// 1 (layout), 2 (TransA) or 3 (TransB; 2 in a row-major call, as the reference CBLAS
+    /// 3.11 numbers it).
     pub number: c_int,
     /// "Illegal TransA setting, 7", say.
     pub message: String,
@@ -245,7 +246,9 @@ pub fn from_cblas<T: Real>(
         }),
     };
     let ta = char_of(trans_a, 2, "TransA")?;
-    let tb = char_of(trans_b, 3, "TransB")?;
+    // The reference's row-major branch reports a wrong TransB as parameter 2 (its quirk,
+    // which programs that catch the error see).
+    let tb = char_of(trans_b, if row_major { 2 } else { 3 }, "TransB")?;
     let call = if row_major {
         Call {
             trans: [tb, ta],
@@ -391,6 +394,9 @@ mod tests {
         };
         assert_eq!(refused(7, cblas::NO_TRANS, cblas::NO_TRANS), 1);
         assert_eq!(refused(cblas::COL_MAJOR, 7, cblas::NO_TRANS), 2);
-        assert_eq!(refused(cblas::ROW_MAJOR, cblas::NO_TRANS, 7), 3);
+        assert_eq!(refused(cblas::COL_MAJOR, cblas::NO_TRANS, 7), 3);
+        assert_eq!(refused(cblas::ROW_MAJOR, 7, cblas::NO_TRANS), 2);
+        // The reference CBLAS 3.11's row-major quirk: TransB is parameter 2 there.
+        assert_eq!(refused(cblas::ROW_MAJOR, cblas::NO_TRANS, 7), 2);
     }
 }

@@ -13,8 +13,9 @@
 //! Arguments are checked as the reference BLAS checks them, and refused through the `xerbla_`
 //! the program sees (its own, else its BLAS's) with the reference's parameter numbers; CBLAS
 //! calls become Fortran calls as the reference CBLAS makes them. A failure on the device path
-//! (no device, out of memory) computes that call on the CPU, with a line in the log; nothing
-//! panics or unwinds into the host program.
+//! (no device, out of memory) computes that call on the CPU, with a line in the log; no panic
+//! unwinds into the host program. The exports are `"C-unwind"`: a host's `xerbla_` that
+//! throws (a C++ exception) reaches the caller's `catch`, as through the reference BLAS.
 
 pub mod call;
 pub mod model;
@@ -184,7 +185,7 @@ unsafe fn cblas<T: Real>(
 /// # Safety
 /// The Fortran BLAS's contract: valid pointers for the shapes and leading dimensions given.
 #[no_mangle]
-pub unsafe extern "C" fn sgemm_(
+pub unsafe extern "C-unwind" fn sgemm_(
     trans_a: *const c_char,
     trans_b: *const c_char,
     m: *const c_int,
@@ -211,7 +212,7 @@ pub unsafe extern "C" fn sgemm_(
 /// # Safety
 /// As [`sgemm_`].
 #[no_mangle]
-pub unsafe extern "C" fn dgemm_(
+pub unsafe extern "C-unwind" fn dgemm_(
     trans_a: *const c_char,
     trans_b: *const c_char,
     m: *const c_int,
@@ -238,7 +239,7 @@ pub unsafe extern "C" fn dgemm_(
 /// # Safety
 /// The CBLAS contract: valid pointers for the shapes and leading dimensions given.
 #[no_mangle]
-pub unsafe extern "C" fn cblas_sgemm(
+pub unsafe extern "C-unwind" fn cblas_sgemm(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,
@@ -264,7 +265,7 @@ pub unsafe extern "C" fn cblas_sgemm(
 /// # Safety
 /// As [`cblas_sgemm`].
 #[no_mangle]
-pub unsafe extern "C" fn cblas_dgemm(
+pub unsafe extern "C-unwind" fn cblas_dgemm(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,

@@ -31,10 +31,11 @@ fn class_of(error: &Error) -> &'static str {
         | Error::DeviceIndex { .. }
         | Error::CpuDeviceIndex
         | Error::DeviceLimit { .. }
-        | Error::HostMemory { .. }
-        | Error::OutOfMemory { .. }
+        | Error::Forked { .. }
+        | Error::Threads(_)
         | Error::KernelUnavailable { .. }
         | Error::Device { .. } => "UnavailableError",
+        Error::HostMemory { .. } | Error::OutOfMemory { .. } => "OutOfMemoryError",
         _ => "TilemmError",
     }
 }

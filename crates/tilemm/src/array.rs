@@ -306,11 +306,17 @@ impl<'s> Gemm<'s> {
 
     fn resolve(&self) -> Result<Resolved<'s>> {
         match self.target {
-            Target::Session(gpu) => Ok(Resolved::Gpu(gpu)),
+            Target::Session(gpu) => {
+                gpu.check_process()?;
+                Ok(Resolved::Gpu(gpu))
+            }
             Target::Named(Backend::Cpu, Some(_)) => Err(Error::CpuDeviceIndex),
             Target::Named(Backend::Cpu, None) => Ok(Resolved::Cpu("named".into())),
             Target::Named(backend, index) => match shared(Some(backend), index)? {
-                Ok(gpu) => Ok(Resolved::Gpu(gpu)),
+                Ok(gpu) => {
+                    gpu.check_process()?;
+                    Ok(Resolved::Gpu(gpu))
+                }
                 // (open_device answers a named backend with a session or an error.)
                 Err(why) => Err(Error::NoDevice(why)),
             },
@@ -321,7 +327,11 @@ impl<'s> Gemm<'s> {
                      (name its backend to use it)",
                     gpu.info().name
                 ))),
-                Ok(gpu) => Ok(Resolved::Gpu(gpu)),
+                // A child forked after the parent opened the device: the CPU computes.
+                Ok(gpu) => match gpu.check_process() {
+                    Ok(()) => Ok(Resolved::Gpu(gpu)),
+                    Err(e) => Ok(Resolved::Cpu(e.to_string())),
+                },
             },
         }
     }
@@ -340,7 +350,16 @@ impl<'s> Gemm<'s> {
         b: ArrayView3<T>,
     ) -> Result<Array3<T>> {
         let (batch, m, n) = (a.dim().0.max(b.dim().0), a.dim().1, b.dim().2);
-        let mut c = Array3::from_elem((batch, m, n), T::from_f64(0.0));
+        let len = batch
+            .checked_mul(m)
+            .and_then(|l| l.checked_mul(n))
+            .ok_or_else(|| Error::OutOfMemory {
+                what: "C".into(),
+                bytes: u64::MAX,
+            })?;
+        let mut c = crate::host::with_capacity(len, "C")?;
+        c.resize(len, T::from_f64(0.0));
+        let mut c = Array3::from_shape_vec((batch, m, n), c).expect("C has batch·m·n elements");
         Gemm { beta: 0.0, ..*self }.write_batched(a, b, c.view_mut())?;
         Ok(c)
     }
@@ -388,9 +407,9 @@ impl<'s> Gemm<'s> {
                 b.dim().2
             )));
         }
-        let (a_data, a_desc) = staged(a.view(), true);
-        let (b_data, b_desc) = staged(b.view(), true);
-        let (c0, c_desc) = staged(c.view(), self.beta != 0.0);
+        let (a_data, a_desc) = staged(a.view(), true, "A")?;
+        let (b_data, b_desc) = staged(b.view(), true, "B")?;
+        let (c0, c_desc) = staged(c.view(), self.beta != 0.0, "C")?;
         let problem = Problem::general(
             (m, k, n, batch),
             a_desc,
@@ -477,8 +496,14 @@ pub struct GemmRun {
 }
 
 /// `view`'s description in one host buffer and, when `data`, the buffer: in memory order for a
-/// view in C or Fortran order (per matrix), else copied densely in the view's orientation.
-fn staged<T: Element>(view: ArrayView3<T>, data: bool) -> (Option<HostData>, MatrixDesc) {
+/// view in C or Fortran order (per matrix), else copied densely in the view's orientation. A
+/// buffer this process cannot allocate is an [`Error::OutOfMemory`] naming `what`, never an
+/// abort.
+fn staged<T: Element>(
+    view: ArrayView3<T>,
+    data: bool,
+    what: &str,
+) -> Result<(Option<HostData>, MatrixDesc)> {
     let (batch, rows, cols) = view.dim();
     let strides = view.strides();
     let flipped = view.permuted_axes([0, 2, 1]);
@@ -496,13 +521,16 @@ fn staged<T: Element>(view: ArrayView3<T>, data: bool) -> (Option<HostData>, Mat
         MatrixDesc::row_major(rows, cols)
     };
     let desc = if batch == 1 { desc.broadcast() } else { desc };
-    let data = data.then(|| {
-        let ordered = if by_cols { flipped } else { view };
-        let elements = match ordered.as_slice() {
-            Some(slice) => slice.to_vec(),
-            None => ordered.iter().copied().collect(),
-        };
-        HostData::from(elements)
-    });
-    (data, desc)
+    let data = data
+        .then(|| {
+            let ordered = if by_cols { flipped } else { view };
+            let mut elements = crate::host::with_capacity(ordered.len(), what)?;
+            match ordered.as_slice() {
+                Some(slice) => elements.extend_from_slice(slice),
+                None => elements.extend(ordered.iter().copied()),
+            }
+            Ok::<_, Error>(HostData::from(elements))
+        })
+        .transpose()?;
+    Ok((data, desc))
 }

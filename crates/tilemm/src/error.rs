@@ -173,6 +173,22 @@ pub enum Error {
         bytes: u64,
     },
 
+    /// A GPU session used in a process forked after it was opened: the driver's threads and
+    /// state stayed with the parent.
+    #[error(
+        "{device} was opened before this process was forked, and a forked child cannot use it \
+         (its driver's threads stayed with the parent): start child processes with the 'spawn' \
+         method, open the device only in the child, or compute on the CPU"
+    )]
+    Forked {
+        /// The device.
+        device: String,
+    },
+
+    /// The CPU path could not start its threads.
+    #[error("cannot start the CPU path's threads: {0}")]
+    Threads(String),
+
     /// A kernel the device cannot run: it lacks the precision, matrix units, instructions or
     /// plane width the kernel is built on, or the kernel's block needs more threads or shared
     /// memory than the device gives one.

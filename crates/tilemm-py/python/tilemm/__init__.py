@@ -31,6 +31,8 @@ __all__ = [
     "DTypeError",
     "ArgumentError",
     "UnavailableError",
+    "MaskedArrayError",
+    "OutOfMemoryError",
     "__version__",
 ]
 
@@ -53,6 +55,16 @@ class ArgumentError(TilemmError, ValueError):
 
 class UnavailableError(TilemmError, RuntimeError):
     """No device or kernel can run the request here (a ``RuntimeError``)."""
+
+
+class OutOfMemoryError(TilemmError, MemoryError):
+    """The host memory a product needs could not be allocated within this process's limits
+    (a ``MemoryError``); the interpreter goes on."""
+
+
+class MaskedArrayError(TilemmError, TypeError):
+    """A masked array as an operand or ``out=``: refused, since computing on its data would
+    use the masked values (a ``TypeError``)."""
 
 
 # numpy's own float types, and ml_dtypes' bfloat16 where it is installed.
@@ -161,6 +173,8 @@ def _result_dtype(a, b):
     """The dtype numpy's matmul returns for `a` and `b`, and the dtype tilemm's kernels read
     them in, or a DTypeError."""
     bf16 = _bf16()
+    # Byte order is storage, not type: a '>f4' operand is read as float32.
+    a_dtype, b_dtype = (x.dtype.newbyteorder("=") for x in (a, b))
     for x in (a, b):
         if x.dtype.kind in "iub":
             raise DTypeError(
@@ -171,14 +185,22 @@ def _result_dtype(a, b):
             raise DTypeError(
                 f"tilemm computes real products; {x.dtype} (complex) input is not one"
             )
-        if x.dtype not in _FLOATS and x.dtype != bf16:
+        native = x.dtype.newbyteorder("=")
+        if native not in _FLOATS and native != bf16:
             raise DTypeError(
                 f"tilemm computes float16, bfloat16 (ml_dtypes), float32 and float64; not {x.dtype}"
             )
-    if bf16 is not None and a.dtype == bf16 and b.dtype == bf16:
+    if bf16 is not None and a_dtype == bf16 and b_dtype == bf16:
         # As numpy does with ml_dtypes: bfloat16 products come back as float32.
         return np.dtype(np.float32), bf16
-    result = np.result_type(a.dtype, b.dtype)
+    if bf16 is not None and {a_dtype, b_dtype} == {bf16, np.dtype(np.float16)}:
+        # numpy has no common type of the two (DTypePromotionError); ml_dtypes' matmul gives
+        # float32, which holds both exactly.
+        return np.dtype(np.float32), np.dtype(np.float32)
+    try:
+        result = np.result_type(a_dtype, b_dtype)
+    except TypeError as e:
+        raise DTypeError(f"matmul: no common dtype of {a.dtype} and {b.dtype}: {e}") from None
     if bf16 is not None and result == bf16:
         result = np.dtype(np.float32)
     return result, result
@@ -271,6 +293,20 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     variable ``TILEMM_DEVICE`` names, else the fastest route), a backend name (``"cpu"``,
     ``"wgpu"``, ``"cuda:1"``) or a :class:`Device`. The GIL is released while the device works.
     """
+    if isinstance(out, tuple):
+        # As numpy's ufuncs: out=(array,) names the one output.
+        if len(out) != 1:
+            raise ArgumentError(
+                f"matmul has one output, so out= must be an array or a 1-tuple; got a tuple "
+                f"of {len(out)}"
+            )
+        (out,) = out
+    for name, x in (("a", a), ("b", b), ("out", out)):
+        if isinstance(x, np.ma.MaskedArray):
+            raise MaskedArrayError(
+                f"tilemm.matmul does not take masked arrays ({name} is one): it would compute "
+                "with the masked values; pass x.filled(0) to leave them out, or use np.ma.dot"
+            )
     a = np.asarray(a)
     b = np.asarray(b)
     for operand, x in enumerate((a, b)):

@@ -1,6 +1,8 @@
 //! The CPU path: the `gemm` crate (AVX-512/AVX2/NEON picked at run time, all cores), over the
 //! problem's strided views as they are.
 
+use std::sync::{Arc, Mutex};
+
 use gemm::Parallelism;
 use half::{bf16, f16};
 
@@ -12,7 +14,7 @@ use crate::types::element::{Element, HostData};
 /// The crate and version that computes CPU products, for reports.
 pub const CPU_GEMM: &str = "gemm 0.19";
 
-/// Threads the CPU path uses (gemm runs on rayon's global pool, one thread per core).
+/// Threads the CPU path uses (gemm runs on the path's own rayon pool, one thread per core).
 pub fn threads() -> usize {
     // Read once, as rayon reads it once: available_parallelism reads the cgroup's files, tens
     // of microseconds that a small product (a BLAS call) would pay every time.
@@ -24,6 +26,33 @@ pub fn threads() -> usize {
             .filter(|&n: &usize| n > 0)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
+}
+
+/// The CPU path's thread pool, built by the first product of each process: a child forked
+/// after the parent's products gets its own (the parent's pool has no threads there, and a
+/// job sent to it would wait forever).
+fn pool() -> Result<Arc<rayon::ThreadPool>> {
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, built)) = &*pool {
+        if *owner == pid {
+            return Ok(built.clone());
+        }
+    }
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads())
+        .thread_name(|i| format!("tilemm-cpu-{i}"))
+        .build()
+        .map_err(|e| Error::Threads(e.to_string()))?;
+    // The parent's pool, in a child: its threads do not exist here, so it is never dropped
+    // (dropping it would signal threads that are not there).
+    if let Some(inherited) = pool.take() {
+        std::mem::forget(inherited);
+    }
+    let built = Arc::new(built);
+    *pool = Some((pid, built.clone()));
+    Ok(built)
 }
 
 /// C = α·A·B + β·C for `problem` on the CPU, all cores: tilemm's CPU backend. `c` holds C's
@@ -45,14 +74,17 @@ pub fn gemm(problem: &Problem, a: &HostData, b: &HostData, c: &mut HostData) -> 
     }
     problem.check_operands(a.len(), b.len())?;
     problem.check_output(c.len())?;
-    match (a, b, &mut *c) {
-        (HostData::F32(a), HostData::F32(b), HostData::F32(c)) => native(problem, a, b, c),
-        (HostData::F64(a), HostData::F64(b), HostData::F64(c)) => native(problem, a, b, c),
-        (HostData::F16(a), HostData::F16(b), _) => widened::<f16>(problem, a, b, c)?,
-        (HostData::BF16(a), HostData::BF16(b), _) => widened::<bf16>(problem, a, b, c)?,
-        _ => unreachable!("types checked against the precision above"),
-    }
-    Ok(())
+    let pool = pool()?;
+    pool.install(|| {
+        match (a, b, &mut *c) {
+            (HostData::F32(a), HostData::F32(b), HostData::F32(c)) => native(problem, a, b, c),
+            (HostData::F64(a), HostData::F64(b), HostData::F64(c)) => native(problem, a, b, c),
+            (HostData::F16(a), HostData::F16(b), _) => widened::<f16>(problem, a, b, c)?,
+            (HostData::BF16(a), HostData::BF16(b), _) => widened::<bf16>(problem, a, b, c)?,
+            _ => unreachable!("types checked against the precision above"),
+        }
+        Ok(())
+    })
 }
 
 /// C = α·A·B + β·C into a new buffer: zeros, or a copy of `c0` when β ≠ 0.

@@ -23,6 +23,8 @@ use crate::types::element::HostData;
 pub struct Session<R: Runtime> {
     client: ComputeClient<R>,
     info: DeviceInfo,
+    /// The process that opened it: a child forked later cannot use it.
+    opened_by: u32,
 }
 
 /// How a matrix's elements are held on the device.
@@ -179,7 +181,11 @@ impl<R: Runtime> Session<R> {
             .iter()
             .chain(&info.register_mma)
             .any(|u| u.a == DType::TF32);
-        Session { client, info }
+        Session {
+            client,
+            info,
+            opened_by: std::process::id(),
+        }
     }
 
     /// The session with its device's limits lowered to `limits` (never raised): to leave room
@@ -193,6 +199,18 @@ impl<R: Runtime> Session<R> {
             (a, b) => a.or(b),
         };
         self
+    }
+
+    /// Refuses a process forked after this session was opened ([`Error::Forked`]): its
+    /// driver's threads stayed with the parent, so a launch or a wait would never return.
+    pub fn check_process(&self) -> Result<()> {
+        if std::process::id() == self.opened_by {
+            Ok(())
+        } else {
+            Err(Error::Forked {
+                device: self.info.name.clone(),
+            })
+        }
     }
 
     /// The device this session runs on.
@@ -287,6 +305,7 @@ impl<R: Runtime> Session<R> {
         b: &DeviceMatrix,
         c: &DeviceMatrix,
     ) -> Result<Launches> {
+        self.check_process()?;
         check_resident(problem, [a, b, c])?;
         // Kernels see a row-major or strided C: a column-major one is computed as Cᵀ = BᵀAᵀ.
         let (canonical, swapped) = problem.canonical();
@@ -594,6 +613,7 @@ impl<R: Runtime> Session<R> {
         b: &HostData,
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
+        self.check_process()?;
         let (problem, plan) = (&schedule.problem, &schedule.plan);
         problem.check_operands(a.len(), b.len())?;
         if !schedule.panels.is_whole() {

@@ -173,6 +173,11 @@ impl GpuSession {
         with_session!(self, s => s.info())
     }
 
+    /// Refuses a process forked after the session was opened ([`Error::Forked`]).
+    pub fn check_process(&self) -> Result<()> {
+        with_session!(self, s => s.check_process())
+    }
+
     /// Whether kernel times come from device timestamps.
     pub fn has_device_timestamps(&self) -> bool {
         with_session!(self, s => s.has_device_timestamps())

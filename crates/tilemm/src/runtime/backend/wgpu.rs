@@ -12,6 +12,100 @@ use crate::runtime::gpu::Session;
 pub const INSTALL_HINT: &str = "install your GPU's Vulkan driver, or Mesa's CPU driver lavapipe \
                                 (Debian/Ubuntu: `sudo apt-get install mesa-vulkan-drivers`)";
 
+/// Runs `f` with libwayland's notice held off the process's stderr: on a headless machine
+/// without `XDG_RUNTIME_DIR`, Mesa's device-select layer connects to Wayland while the Vulkan
+/// stack starts and libwayland prints "error: XDG_RUNTIME_DIR is invalid or not set in the
+/// environment." into the host program's stderr (a Python user's, a BLAS caller's). The
+/// environment stays as the user set it: fd 2 points at a pipe while `f` runs, and everything
+/// written there but that notice goes on to stderr afterwards (another thread's lines too,
+/// only later).
+fn without_wayland_notice<T>(f: impl FnOnce() -> T) -> T {
+    use std::io::{Read, Write};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::sync::Mutex;
+
+    const NOTICE: &str = "XDG_RUNTIME_DIR is invalid or not set in the environment";
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        return f();
+    }
+    static HELD: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    let mut fds = [0; 2];
+    // SAFETY: plain POSIX calls on descriptors this function owns; fd 2 is put back by
+    // `Restore` on every way out, panics included.
+    let saved = unsafe { libc::dup(2) };
+    if saved < 0 || unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        if saved >= 0 {
+            unsafe { libc::close(saved) };
+        }
+        return f();
+    }
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let saved = unsafe { OwnedFd::from_raw_fd(saved) };
+    struct Restore<'a>(&'a OwnedFd);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: `self.0` is the process's stderr, duplicated before it was replaced.
+            unsafe { libc::dup2(self.0.as_raw_fd(), 2) };
+        }
+    }
+    // The pipe is drained while `f` runs, so a chatty `f` never blocks on a full pipe; once
+    // `f` is done, what is left is read without waiting for an end of file (a child process
+    // started meanwhile may hold the write end open).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let finished = done.clone();
+    let reader = std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        use std::sync::atomic::Ordering;
+        // SAFETY: fcntl and poll on the pipe's read end, which this thread owns.
+        unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let mut file = std::fs::File::from(read);
+        let (mut text, mut chunk) = (Vec::new(), [0u8; 4096]);
+        loop {
+            let was_done = finished.load(Ordering::Acquire);
+            let mut poll = libc::pollfd {
+                fd: file.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            unsafe { libc::poll(&mut poll, 1, 20) };
+            let mut got = false;
+            loop {
+                match file.read(&mut chunk) {
+                    Ok(0) => return text,
+                    Ok(n) => {
+                        text.extend_from_slice(&chunk[..n]);
+                        got = true;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            if was_done && !got {
+                return text;
+            }
+        }
+    });
+    let result = {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fd 2 becomes the pipe's write end until `restore` drops.
+        unsafe { libc::dup2(write.as_raw_fd(), 2) };
+        drop(write);
+        let _restore = Restore(&saved);
+        f()
+    };
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let text = reader.join().unwrap_or_default();
+    let mut stderr = std::io::stderr().lock();
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        if !String::from_utf8_lossy(line).contains(NOTICE) {
+            let _ = stderr.write_all(line);
+        }
+    }
+    result
+}
+
 // The APIs CubeCL's wgpu runtime compiles for; OpenGL (a secondary wgpu backend) is left out.
 fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor {
@@ -84,17 +178,22 @@ fn describe_with_limits(
 
 /// Every adapter wgpu finds, in its order (the index `--device` takes).
 pub fn list() -> Vec<DeviceInfo> {
-    adapters(&instance())
-        .iter()
-        .enumerate()
-        .map(|(i, a)| describe(i, a))
-        .collect()
+    without_wayland_notice(|| {
+        adapters(&instance())
+            .iter()
+            .enumerate()
+            .map(|(i, a)| describe(i, a))
+            .collect()
+    })
 }
 
 /// Opens adapter `index`, or the best one (discrete before integrated before CPU) if `None`.
 pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
-    let instance = instance();
-    let mut adapters = adapters(&instance);
+    let (instance, mut adapters) = without_wayland_notice(|| {
+        let instance = instance();
+        let adapters = adapters(&instance);
+        (instance, adapters)
+    });
     if adapters.is_empty() {
         return Err(Error::NoDevice(format!(
             "no Vulkan, Metal or DX12 adapter found: {INSTALL_HINT}"
