@@ -100,10 +100,60 @@ where
     let b = b.cast::<PyArray3<I>>()?.readonly();
     let mut out = out.cast::<PyArray3<O>>()?.readwrite();
     let (a, b, c) = (a.as_array(), b.as_array(), out.as_array_mut());
-    let run = py
-        .detach(|| gemm.write_batched(a, b, c))
-        .map_err(|e| to_py(py, e))?;
+    let work = a.dim().0.max(b.dim().0) * a.dim().1 * a.dim().2 * b.dim().2;
+    let run = if work < INTERRUPTIBLE_WORK {
+        py.detach(|| gemm.write_batched(a, b, c))
+    } else {
+        match py.detach(|| interruptible(gemm, a, b, c)) {
+            (_, Some(signal)) => return Err(signal),
+            (run, None) => run,
+        }
+    };
+    let run = run.map_err(|e| to_py(py, e))?;
     Ok((run.route.to_string(), run.time.as_secs_f64()))
+}
+
+/// Products of at least this many multiply-adds run where ^C can stop them (smaller ones end
+/// within milliseconds, and a thread of their own would cost more than they do).
+const INTERRUPTIBLE_WORK: usize = 1 << 24;
+
+/// The product on a thread of its own while this thread, the caller's, checks Python's signal
+/// handlers every 50 ms (^C raises `KeyboardInterrupt` there, in the main thread); a signal's
+/// exception stops the product at its next piece ([`Gemm::write_batched_until`]) and is
+/// returned once the product's thread has let go of the arrays.
+fn interruptible<I: tilemm::Element, O: tilemm::Element>(
+    gemm: Gemm<'static>,
+    a: ndarray::ArrayView3<'_, I>,
+    b: ndarray::ArrayView3<'_, I>,
+    c: ndarray::ArrayViewMut3<'_, O>,
+) -> (tilemm::Result<tilemm::GemmRun>, Option<PyErr>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    let caller = std::thread::current();
+    std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            let run = gemm.write_batched_until(a, b, c, &|| stop.load(Ordering::Relaxed));
+            caller.unpark();
+            run
+        });
+        let mut signal = None;
+        while !worker.is_finished() {
+            std::thread::park_timeout(std::time::Duration::from_millis(50));
+            if signal.is_none() && !worker.is_finished() {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    stop.store(true, Ordering::Relaxed);
+                    signal = Some(e);
+                }
+            }
+        }
+        let run = worker.join().unwrap_or_else(|panic| {
+            Err(tilemm::Error::Device {
+                device: "the CPU".into(),
+                reason: tilemm::panic_message(&*panic),
+            })
+        });
+        (run, signal)
+    })
 }
 
 /// C = α·A·B + β·C for 3-D arrays (a batch along axis 0; a batch of 1 serves every entry) into

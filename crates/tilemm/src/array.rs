@@ -13,7 +13,8 @@
 //! once per process and shared by every thread; where the only adapter is a CPU emulation such
 //! as lavapipe, the CPU path, which is several times faster there. The kernel, unless one is
 //! named: `auto`, the tuner's verified choice for the device and shape class
-//! ([`crate::tune`]), which costs a new class about a second and is kept for later calls.
+//! ([`crate::tune`]), which costs a new class about a second and is the class's kernel for the
+//! rest of the process (so a given product always gives the same bits).
 //!
 //! ```
 //! use ndarray::{s, Array2};
@@ -172,49 +173,49 @@ fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Opened> {
 /// timings, and the last to save would drop what the others timed.
 static TUNING: Mutex<()> = Mutex::new(());
 
-/// The choices this process has made or read that are final for it, by key, with whether the
-/// class is fully tuned: so that repeated products of a class do not read the cache file and
-/// rank every candidate again. A fully tuned class is final for every caller; any choice is
-/// final for a caller whose budget is 0, which never tunes further.
+/// The kernels this process has chosen, by key, with whether the class was fully tuned then:
+/// the first choice of a class is final for the process, so that a given product always gets
+/// the same kernel, and so the same bits (a partly tuned class goes on tuning in later
+/// processes, within their budgets, or with `tilemm tune`); and repeated products of a class do
+/// not read the cache file and rank every candidate again.
 static FINAL: Mutex<Vec<(String, bool, TuneReport)>> = Mutex::new(Vec::new());
 
-/// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when it holds
-/// one that is final for `budget`.
+/// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when this process
+/// has chosen for the class.
 fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<TuneReport> {
     let start = Instant::now();
     let key = tune::TuneKey::new(gpu, problem).text();
-    let settled = budget == TuneBudget::Time(Duration::ZERO);
-    let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    let found = known
-        .iter()
-        .find(|(k, complete, _)| *k == key && (*complete || settled));
-    if let Some((_, _, report)) = found {
-        return Ok(TuneReport {
-            cache: tune::CacheUse::Hit,
-            timed: Vec::new(),
-            saved: false,
-            notes: Vec::new(),
-            time: start.elapsed(),
-            ..report.clone()
-        });
+    // This process's choice for the class, as a cache hit of this call.
+    let chosen = || {
+        let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, _, report)| TuneReport {
+                cache: tune::CacheUse::Hit,
+                timed: Vec::new(),
+                saved: false,
+                notes: Vec::new(),
+                time: start.elapsed(),
+                ..report.clone()
+            })
+    };
+    if let Some(report) = chosen() {
+        return Ok(report);
     }
-    drop(known);
     let options = TuneOptions {
         on_tuning: None,
         budget,
         ..TuneOptions::default()
     };
-    let report = {
-        let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
-        tune::choose(gpu, problem, &options)?
-    };
-    let complete = report.complete();
-    if complete || settled {
-        let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-        // A fully tuned class replaces what a budget of 0 kept for it.
-        known.retain(|(k, _, _)| *k != key);
-        known.push((key, complete, report.clone()));
+    let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
+    // Another thread may have chosen while this one waited for its turn: its choice stands.
+    if let Some(report) = chosen() {
+        return Ok(report);
     }
+    let report = tune::choose(gpu, problem, &options)?;
+    let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
+    known.push((key.clone(), report.complete(), report.clone()));
     Ok(report)
 }
 
@@ -275,8 +276,10 @@ impl<'s> Gemm<'s> {
     }
 
     /// How long `auto` may tune a shape class not yet fully tuned, on each product
-    /// ([`TuneBudget::Auto`] by default: about a second, going on at later products until every
-    /// candidate has been timed). A budget of 0 takes the cached choice as it is and, for a class
+    /// ([`TuneBudget::Auto`] by default: about a second; a class partly tuned goes on in later
+    /// processes until every candidate has been timed). The first choice of a class is final
+    /// for the process: a given product always runs the same kernel there, and gives the same
+    /// bits. A budget of 0 takes the cached choice as it is and, for a class
     /// never seen, times its best-ranked candidate that compiles (usually the first: one
     /// compilation), never a search; the process keeps that choice for the class.
     pub fn tune_budget(self, budget: TuneBudget) -> Self {
@@ -384,7 +387,21 @@ impl<'s> Gemm<'s> {
         &self,
         a: ArrayView3<I>,
         b: ArrayView3<I>,
+        c: ArrayViewMut3<O>,
+    ) -> Result<GemmRun> {
+        self.write_batched_until(a, b, c, &|| false)
+    }
+
+    /// [`write_batched`](Gemm::write_batched), stopped with [`Error::Interrupted`] once `stop`
+    /// returns true: on the CPU route between pieces of the product (a slab of K over a panel
+    /// of rows, about 2²⁸ operations), on a GPU before its product starts (a launch, once
+    /// started, runs to its end). `c` is then left as it was.
+    pub fn write_batched_until<I: Element, O: Element>(
+        &self,
+        a: ArrayView3<I>,
+        b: ArrayView3<I>,
         mut c: ArrayViewMut3<O>,
+        stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<GemmRun> {
         let start = Instant::now();
         let precision = Precision::new(I::DTYPE, O::DTYPE)?;
@@ -453,6 +470,9 @@ impl<'s> Gemm<'s> {
             kernel: None,
             time: Duration::ZERO,
         };
+        if stop() {
+            return Err(Error::Interrupted);
+        }
         let result = match (resolved, plan) {
             (Resolved::Gpu(gpu), Some(plan)) => {
                 let run = gpu.gemm(&problem, &plan, &a_data, &b_data, c0.as_ref())?;
@@ -460,7 +480,7 @@ impl<'s> Gemm<'s> {
                 done.kernel = Some(run.kernel);
                 run.c
             }
-            _ => crate::host::cpu::product(&problem, &a_data, &b_data, c0.as_ref())?,
+            _ => crate::host::cpu::product_until(&problem, &a_data, &b_data, c0.as_ref(), stop)?,
         };
         let result = O::slice(&result).expect("C comes back in its own type");
         let strides = (c_desc.batch_stride, c_desc.row_stride, c_desc.col_stride);

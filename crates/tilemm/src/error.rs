@@ -185,6 +185,10 @@ pub enum Error {
         device: String,
     },
 
+    /// A product stopped on request (an interrupt) before it finished: C is partly written.
+    #[error("interrupted: the product stopped before it finished, and its C is partly written")]
+    Interrupted,
+
     /// The CPU path could not start its threads.
     #[error("cannot start the CPU path's threads: {0}")]
     Threads(String),

@@ -55,13 +55,42 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
     Ok(built)
 }
 
+/// Elements of K one call of the `gemm` crate sums: C's sum runs through fixed slabs of K in
+/// order, whatever the shape, so an entry's rounding depends on K alone. (The crate cuts K
+/// into blocks that depend on M and N above 512, and sums a slab of at most 512 in one pass.)
+pub const K_SLAB: usize = 512;
+
+/// The least rows and columns of one call: smaller blocks are computed in padded copies, since
+/// the crate sums vector and tiny products (M or N of 1, M·N ≤ 256) in another order.
+const MIN_SIDE: usize = 17;
+
+/// About the floating-point operations of one piece of a product, between which an
+/// interruption is noticed.
+const PIECE_FLOPS: usize = 1 << 28;
+
 /// C = α·A·B + β·C for `problem` on the CPU, all cores: tilemm's CPU backend. `c` holds C's
 /// buffer (its initial contents are read only when β ≠ 0).
+///
+/// Reproducible: C[i, j] depends on row i of A, column j of B, K, α, β and C₀[i, j] only, not
+/// on M, N, the batch, where the call's block starts or the number of threads (fixed slabs of
+/// K, summed in order; the crate's one summation order within each).
 ///
 /// f32 and f64 run on the views as they are, strides and all. For f16 and bf16 the operands are
 /// widened to f32 first (a copy of each): the gemm crate's f16 kernel rounds C to f16 between
 /// its K blocks, which is not the f32 accumulation the precision promises, and it has no bf16.
 pub fn gemm(problem: &Problem, a: &HostData, b: &HostData, c: &mut HostData) -> Result<()> {
+    gemm_until(problem, a, b, c, &|| false)
+}
+
+/// [`gemm`], stopped with [`Error::Interrupted`] at the first piece (a slab of K over a
+/// panel of rows: about 2²⁸ operations) after `stop` returns true; C is then partly written.
+pub fn gemm_until(
+    problem: &Problem,
+    a: &HostData,
+    b: &HostData,
+    c: &mut HostData,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<()> {
     let p = problem.precision;
     // tf32 inputs are f32 data, multiplied here in f32: more precisely than asked.
     for (what, data, dtype) in [("A", a, p.input.storage()), ("B", b, p.input.storage())] {
@@ -74,18 +103,31 @@ pub fn gemm(problem: &Problem, a: &HostData, b: &HostData, c: &mut HostData) -> 
     }
     problem.check_operands(a.len(), b.len())?;
     problem.check_output(c.len())?;
-    let pool = pool()?;
-    pool.install(|| {
-        match (a, b, &mut *c) {
-            (HostData::F32(a), HostData::F32(b), HostData::F32(c)) => native(problem, a, b, c),
-            (HostData::F64(a), HostData::F64(b), HostData::F64(c)) => native(problem, a, b, c),
-            (HostData::F16(a), HostData::F16(b), _) => widened::<f16>(problem, a, b, c)?,
-            (HostData::BF16(a), HostData::BF16(b), _) => widened::<bf16>(problem, a, b, c)?,
-            _ => unreachable!("types checked against the precision above"),
+    let mut compute = |parallel: bool| match (a, b, &mut *c) {
+        (HostData::F32(a), HostData::F32(b), HostData::F32(c)) => {
+            native(problem, a, b, c, stop, parallel)
         }
-        Ok(())
-    })
+        (HostData::F64(a), HostData::F64(b), HostData::F64(c)) => {
+            native(problem, a, b, c, stop, parallel)
+        }
+        (HostData::F16(a), HostData::F16(b), _) => widened::<f16>(problem, a, b, c, stop, parallel),
+        (HostData::BF16(a), HostData::BF16(b), _) => {
+            widened::<bf16>(problem, a, b, c, stop, parallel)
+        }
+        _ => unreachable!("types checked against the precision above"),
+    };
+    // A small product runs on the calling thread: handing it to the pool costs more than it
+    // (a BLAS program's many small calls). The threads split rows and columns, never K, so
+    // the bits are the same either way.
+    let fmas = problem.m * problem.n * problem.k * problem.batch;
+    if fmas < SERIAL_FMAS {
+        return compute(false);
+    }
+    pool()?.install(|| compute(true))
 }
+
+/// Products of fewer multiply-adds than this run on the calling thread.
+const SERIAL_FMAS: usize = 1 << 18;
 
 /// C = α·A·B + β·C into a new buffer: zeros, or a copy of `c0` when β ≠ 0.
 pub fn product(
@@ -94,11 +136,22 @@ pub fn product(
     b: &HostData,
     c0: Option<&HostData>,
 ) -> Result<HostData> {
+    product_until(problem, a, b, c0, &|| false)
+}
+
+/// [`product`], stopped as [`gemm_until`] stops.
+pub fn product_until(
+    problem: &Problem,
+    a: &HostData,
+    b: &HostData,
+    c0: Option<&HostData>,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<HostData> {
     let mut c = match c0 {
         Some(c0) if problem.reads_c() => host::copy_of(c0, "C on the CPU")?,
         _ => host::zeros_of(problem.precision.output, problem.c_len(), "C on the CPU")?,
     };
-    gemm(problem, a, b, &mut c)?;
+    gemm_until(problem, a, b, &mut c, stop)?;
     Ok(c)
 }
 
@@ -108,59 +161,248 @@ fn wrong_type(what: &'static str, got: DType, expected: DType) -> Error {
     ))
 }
 
-/// One `gemm` call per product of the batch, on the strided views.
+/// A block of a strided matrix: its first element and its strides (row, column).
+#[derive(Clone, Copy)]
+struct Strided<T> {
+    at: *const T,
+    row: isize,
+    col: isize,
+}
+
+/// Per batch entry, panel of rows and slab of K (in order), one call of the crate on the
+/// strided views; blocks thinner than [`MIN_SIDE`] go through padded copies.
 fn native<T: Element + gemm_element::GemmElement>(
     problem: &Problem,
     a: &[T],
     b: &[T],
     c: &mut [T],
-) {
+    stop: &(dyn Fn() -> bool + Sync),
+    parallel: bool,
+) -> Result<()> {
+    let parallelism = if parallel {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
     let (m, k, n) = (problem.m, problem.k, problem.n);
     let (alpha, beta) = (T::from_f64(problem.alpha), T::from_f64(problem.beta));
     let reads_c = problem.reads_c();
     let stride = |s: usize| s as isize;
     let (da, db, dc): (&MatrixDesc, &MatrixDesc, &MatrixDesc) =
         (&problem.a, &problem.b, &problem.c);
+    // Rows per piece: about PIECE_FLOPS per slab, at least 64 (B's slab is packed per panel).
+    let rows = (PIECE_FLOPS / (2 * K_SLAB * n).max(1)).clamp(64, m.max(64));
+    let mut scratch = Scratch::default();
     for batch in 0..problem.batch {
-        let (ia, ib, ic) = (
-            da.index(batch, 0, 0),
-            db.index(batch, 0, 0),
-            dc.index(batch, 0, 0),
+        for r0 in (0..m).step_by(rows) {
+            let r = rows.min(m - r0);
+            for k0 in (0..k).step_by(K_SLAB) {
+                if stop() {
+                    return Err(Error::Interrupted);
+                }
+                let d = K_SLAB.min(k - k0);
+                // SAFETY: the problem was validated (every index of the three views fits)
+                // and the buffers hold at least a_len, b_len and c_len elements (checked by
+                // the caller), so these blocks' elements are inside them.
+                let (lhs, rhs, dst) = unsafe {
+                    (
+                        Strided {
+                            at: a.as_ptr().add(da.index(batch, r0, k0)),
+                            row: stride(da.row_stride),
+                            col: stride(da.col_stride),
+                        },
+                        Strided {
+                            at: b.as_ptr().add(db.index(batch, k0, 0)),
+                            row: stride(db.row_stride),
+                            col: stride(db.col_stride),
+                        },
+                        Strided {
+                            at: c.as_mut_ptr().add(dc.index(batch, r0, 0)).cast_const(),
+                            row: stride(dc.row_stride),
+                            col: stride(dc.col_stride),
+                        },
+                    )
+                };
+                // The first slab scales C₀ by β (or ignores it); later ones add to the sum.
+                let (read_dst, scale) = if k0 == 0 {
+                    (reads_c, beta)
+                } else {
+                    (true, T::from_f64(1.0))
+                };
+                let call = Call {
+                    m: r,
+                    n,
+                    k: d,
+                    lhs,
+                    rhs,
+                    dst: dst.at.cast_mut(),
+                    dst_row: dst.row,
+                    dst_col: dst.col,
+                    read_dst,
+                    scale,
+                    alpha,
+                    parallelism,
+                };
+                if r >= MIN_SIDE && n >= MIN_SIDE {
+                    // SAFETY: as above; C's entries are distinct (validated).
+                    unsafe { call.run() };
+                } else {
+                    scratch.padded(call)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One call of the crate: dst (m×n) = scale·dst + alpha·lhs (m×k)·rhs (k×n), dst read only
+/// when `read_dst`.
+struct Call<T> {
+    m: usize,
+    n: usize,
+    k: usize,
+    lhs: Strided<T>,
+    rhs: Strided<T>,
+    dst: *mut T,
+    dst_row: isize,
+    dst_col: isize,
+    read_dst: bool,
+    scale: T,
+    alpha: T,
+    parallelism: Parallelism,
+}
+
+impl<T: Element + gemm_element::GemmElement> Call<T> {
+    /// # Safety
+    /// Every element of the three blocks is inside its buffer, and dst's are distinct.
+    unsafe fn run(&self) {
+        // gemm computes dst = α'·dst + β'·lhs·rhs: α' is the scale of C and β' our α.
+        gemm::gemm(
+            self.m,
+            self.n,
+            self.k,
+            self.dst,
+            self.dst_col,
+            self.dst_row,
+            self.read_dst,
+            self.lhs.at,
+            self.lhs.col,
+            self.lhs.row,
+            self.rhs.at,
+            self.rhs.col,
+            self.rhs.row,
+            self.scale,
+            self.alpha,
+            false,
+            false,
+            false,
+            self.parallelism,
         );
-        // SAFETY: the problem was validated (every index of the three views fits) and the
-        // buffers hold at least a_len, b_len and c_len elements (checked by the caller), so
-        // every element gemm touches at these strides is inside them; C's entries are
-        // distinct (validated). gemm computes dst = α'·dst + β'·lhs·rhs: α' is our β and
-        // β' our α, and with read_dst false C's old contents are not read.
+    }
+}
+
+/// Buffers for blocks computed in padded copies, reused across a product's pieces.
+#[derive(Default)]
+struct Scratch {
+    words: Vec<f64>,
+}
+
+impl Scratch {
+    /// `call` through copies padded with zeros to at least [`MIN_SIDE`] rows and columns (row-
+    /// major: lhs, then rhs, then dst), so that the crate takes the same path, and sums in the
+    /// same order, as for a larger block.
+    fn padded<T: Element + gemm_element::GemmElement>(&mut self, call: Call<T>) -> Result<()> {
+        let (m, n, k) = (call.m.max(MIN_SIDE), call.n.max(MIN_SIDE), call.k);
+        let len = m * k + k * n + m * n;
+        let words = (len * size_of::<T>()).div_ceil(8);
+        if self.words.len() < words {
+            self.words = host::zeros(words, "a padded block on the CPU")?;
+        }
+        let all: &mut [T] = bytemuck::cast_slice_mut(&mut self.words[..]);
+        let (lhs, rest) = all.split_at_mut(m * k);
+        let (rhs, rest) = rest.split_at_mut(k * n);
+        let dst = &mut rest[..m * n];
+        let zero = T::from_f64(0.0);
+        // SAFETY: the caller's blocks are inside their buffers (native's contract).
         unsafe {
-            gemm::gemm(
+            for i in 0..m {
+                for l in 0..k {
+                    lhs[i * k + l] = if i < call.m {
+                        *call
+                            .lhs
+                            .at
+                            .offset(i as isize * call.lhs.row + l as isize * call.lhs.col)
+                    } else {
+                        zero
+                    };
+                }
+            }
+            for l in 0..k {
+                for j in 0..n {
+                    rhs[l * n + j] = if j < call.n {
+                        *call
+                            .rhs
+                            .at
+                            .offset(l as isize * call.rhs.row + j as isize * call.rhs.col)
+                    } else {
+                        zero
+                    };
+                }
+            }
+            let dst_at = |i: usize, j: usize| {
+                call.dst
+                    .offset(i as isize * call.dst_row + j as isize * call.dst_col)
+            };
+            for i in 0..m {
+                for j in 0..n {
+                    dst[i * n + j] = if call.read_dst && i < call.m && j < call.n {
+                        *dst_at(i, j)
+                    } else {
+                        zero
+                    };
+                }
+            }
+            let padded = Call {
                 m,
                 n,
                 k,
-                c.as_mut_ptr().add(ic),
-                stride(dc.col_stride),
-                stride(dc.row_stride),
-                reads_c,
-                a.as_ptr().add(ia),
-                stride(da.col_stride),
-                stride(da.row_stride),
-                b.as_ptr().add(ib),
-                stride(db.col_stride),
-                stride(db.row_stride),
-                beta,
-                alpha,
-                false,
-                false,
-                false,
-                Parallelism::Rayon(0),
-            );
+                lhs: Strided {
+                    at: lhs.as_ptr(),
+                    row: k as isize,
+                    col: 1,
+                },
+                rhs: Strided {
+                    at: rhs.as_ptr(),
+                    row: n as isize,
+                    col: 1,
+                },
+                dst: dst.as_mut_ptr(),
+                dst_row: n as isize,
+                dst_col: 1,
+                read_dst: call.read_dst,
+                ..call
+            };
+            padded.run();
+            for i in 0..call.m {
+                for j in 0..call.n {
+                    *dst_at(i, j) = dst[i * n + j];
+                }
+            }
         }
+        Ok(())
     }
 }
 
 /// Half-precision inputs: A, B (and C when read) widened to f32, computed in f32, and C
 /// rounded once to its type.
-fn widened<T: Element>(problem: &Problem, a: &[T], b: &[T], c: &mut HostData) -> Result<()> {
+fn widened<T: Element>(
+    problem: &Problem,
+    a: &[T],
+    b: &[T],
+    c: &mut HostData,
+    stop: &(dyn Fn() -> bool + Sync),
+    parallel: bool,
+) -> Result<()> {
     let widen = |v: &[T], what| -> Result<Vec<f32>> {
         let mut out = host::with_capacity(v.len(), what)?;
         out.extend(v.iter().map(|x| x.to_f64() as f32));
@@ -176,12 +418,12 @@ fn widened<T: Element>(problem: &Problem, a: &[T], b: &[T], c: &mut HostData) ->
         }
     };
     match (&mut c32, &mut *c) {
-        (Some(c32), _) => native(problem, &a32, &b32, c32),
-        (None, HostData::F32(c)) => native(problem, &a32, &b32, c),
+        (Some(c32), _) => native(problem, &a32, &b32, c32, stop, parallel)?,
+        (None, HostData::F32(c)) => native(problem, &a32, &b32, c, stop, parallel)?,
         _ => unreachable!(),
     }
     if let Some(c32) = c32 {
-        *c = HostData::from_f64(c.dtype(), c32.iter().map(|&x| f64::from(x)));
+        *c = host::converted(&HostData::F32(c32), c.dtype(), "C rounded to its type")?;
     }
     Ok(())
 }
@@ -253,6 +495,115 @@ mod tests {
         let ones = HostData::from_f64(DType::F16, std::iter::repeat_n(1.0, 4096));
         let c = product(&p, &ones, &ones, None).unwrap();
         assert_eq!(c.get(0), 4096.0);
+    }
+
+    /// A product's entries, bit for bit, against the same rows and columns computed inside
+    /// products of other shapes, offsets, layouts and thread counts.
+    fn reproducible<T: Element + gemm_element::GemmElement>(dtype: DType) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for k in [1, 2, 3, 100, 511, 512, 513, 1500] {
+            let (m, n) = (70, 90);
+            let a: Vec<T> = (0..m * k)
+                .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+                .collect();
+            let b: Vec<T> = (0..k * n)
+                .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+                .collect();
+            let c0: Vec<T> = (0..m * n)
+                .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+                .collect();
+            let full = |shape: Shape| Shape {
+                precision: Precision::of(dtype),
+                alpha: 0.75,
+                beta: -1.5,
+                ..shape
+            };
+            let whole = full(Shape::new(m, k, n)).problem().unwrap();
+            let mut want = c0.clone();
+            native(&whole, &a, &b, &mut want, &|| false, true).unwrap();
+            // Blocks of rows and columns at other offsets, as their own products; A also
+            // column-major (a copy), and with one thread.
+            for (rows, cols) in [
+                (0..1, 0..1),
+                (3..4, 5..90),
+                (0..70, 7..8),
+                (5..21, 2..19),
+                (1..70, 0..90),
+                (64..70, 30..31),
+                (9..26, 40..57),
+            ] {
+                let (bm, bn) = (rows.len(), cols.len());
+                let sub_a: Vec<T> = rows
+                    .clone()
+                    .flat_map(|i| a[i * k..(i + 1) * k].iter().copied())
+                    .collect();
+                let sub_b: Vec<T> = (0..k)
+                    .flat_map(|l| cols.clone().map(move |j| (l, j)))
+                    .map(|(l, j)| b[l * n + j])
+                    .collect();
+                let sub_c: Vec<T> = rows
+                    .clone()
+                    .flat_map(|i| cols.clone().map(move |j| (i, j)))
+                    .map(|(i, j)| c0[i * n + j])
+                    .collect();
+                let mut shape = full(Shape::new(bm, k, bn));
+                let p = shape.problem().unwrap();
+                let mut got = sub_c.clone();
+                native(&p, &sub_a, &sub_b, &mut got, &|| false, false).unwrap();
+                // A transposed in memory (k×bm) and one thread.
+                shape.trans_a = true;
+                let pt = shape.problem().unwrap();
+                let at: Vec<T> = (0..k)
+                    .flat_map(|l| (0..bm).map(move |i| (l, i)))
+                    .map(|(l, i)| sub_a[i * k + l])
+                    .collect();
+                let mut got_t = sub_c.clone();
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .unwrap()
+                    .install(|| native(&pt, &at, &sub_b, &mut got_t, &|| false, true).unwrap());
+                for (q, (i, j)) in rows
+                    .clone()
+                    .flat_map(|i| cols.clone().map(move |j| (i, j)))
+                    .enumerate()
+                {
+                    let bits = |x: T| bytemuck::bytes_of(&x).to_vec();
+                    assert_eq!(
+                        bits(got[q]),
+                        bits(want[i * n + j]),
+                        "{dtype} K {k}, C[{i}, {j}] in block {rows:?}×{cols:?}"
+                    );
+                    assert_eq!(
+                        bits(got_t[q]),
+                        bits(want[i * n + j]),
+                        "{dtype} K {k}, C[{i}, {j}], Aᵀ, 1 thread"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_entry_depends_on_its_row_column_and_k_only_not_on_the_shape_around_it() {
+        reproducible::<f64>(DType::F64);
+        reproducible::<f32>(DType::F32);
+    }
+
+    #[test]
+    fn a_stop_request_interrupts_between_pieces() {
+        let p = Problem::new(300, 2000, 300).unwrap();
+        let ones = HostData::F32(vec![1.0; 300 * 2000]);
+        let mut c = HostData::F32(vec![0.0; 300 * 300]);
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let stop = || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
+        let err = gemm_until(&p, &ones, &ones, &mut c, &stop).unwrap_err();
+        assert!(matches!(err, Error::Interrupted), "{err}");
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // Not stopped, the same product is right.
+        gemm(&p, &ones, &ones, &mut c).unwrap();
+        assert_eq!(c.get(0), 2000.0);
     }
 
     #[test]
