@@ -62,13 +62,25 @@ pub(crate) fn complain(message: &str) {
 pub(crate) const EXIT_FAIL: u8 = 1;
 pub(crate) const EXIT_ERROR: u8 = 2;
 
+/// ^C (or SIGTERM): the partial `--out` file, if one is being written, is removed, and the
+/// process ends as a shell reports a signal's end, 128 + the signal (130 for ^C). Only
+/// async-signal-safe calls: `unlink` and `_exit`.
+extern "C" fn interrupted(signal: libc::c_int) {
+    tilemm::io::inputs::remove_partial_output();
+    // SAFETY: _exit ends the process at once, running nothing of this one's.
+    unsafe { libc::_exit(128 + signal) };
+}
+
 fn main() -> ExitCode {
     // A write past a file-size limit (`ulimit -f`) is then an error tilemm reports, not a
     // signal that kills it half-way through writing --out.
     #[cfg(unix)]
-    // SAFETY: ignoring a signal installs no handler code.
+    // SAFETY: ignoring a signal installs no handler code; `interrupted` is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let handler: extern "C" fn(libc::c_int) = interrupted;
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -1918,3 +1918,33 @@ fn a_run_stays_within_the_host_memory_it_planned() {
         );
     }
 }
+
+#[test]
+fn ctrl_c_exits_130_and_leaves_no_partial_out() {
+    // ^C a second into a run that writes --out: the shell's 130, and neither the file nor the
+    // partial file beside it (tilemm writes --out through a temporary file, renamed at the end).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.npy");
+    let mut child = command(&["run", "-m", "2048", "-k", "2048", "-n", "2048", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The partial file appears once --out is opened, before the products.
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(dir.path()).unwrap().count() == 0 {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "tilemm never opened --out"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -654,6 +654,7 @@ impl Output {
                 // fail here, before the rename, not after.
                 temp.as_file().sync_all().map_err(io_error)?;
                 temp.persist(&dest).map_err(|e| io_error(e.error))?;
+                set_partial(None);
                 Ok(())
             }
             Target::Stream(file) => write(&file),
@@ -736,11 +737,39 @@ fn writable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
 }
 
+/// The partial `--out` file being written, if any, for [`remove_partial_output`]: a C string
+/// leaked for the process's life (a signal handler reads it).
+static PARTIAL: std::sync::atomic::AtomicPtr<libc::c_char> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Records `path` as the partial output (or none), for a signal handler to remove.
+fn set_partial(path: Option<&Path>) {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = path
+        .and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+        .map_or(std::ptr::null_mut(), |c| c.into_raw());
+    // The previous name is leaked, not freed: a handler may be reading it.
+    PARTIAL.store(raw, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Removes the partial file an [`Output`] is writing, if any: for a signal handler that then
+/// ends the process (^C in the CLI), so that no partial `--out` is left. Async-signal-safe: one
+/// atomic load and `unlink`.
+pub fn remove_partial_output() {
+    let path = PARTIAL.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+    if !path.is_null() {
+        // SAFETY: `path` is a NUL-terminated string leaked by `set_partial`, never freed.
+        unsafe { libc::unlink(path) };
+    }
+}
+
 fn temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new()
+    let temp = tempfile::Builder::new()
         .prefix(".tilemm-")
         .suffix(".npy.partial")
-        .tempfile_in(dir)
+        .tempfile_in(dir)?;
+    set_partial(Some(temp.path()));
+    Ok(temp)
 }
 
 /// Gives a new file the permissions a plain create would (read and write for all, less the
