@@ -76,34 +76,42 @@ impl Op {
     }
 }
 
-/// A Fortran-interface GEMM call: C (m×n, leading dimension ldc) = α·op(A)·op(B) + β·C, with
+/// The BLAS's integer: 4 bytes, or 8 in the 64-bit-integer library (`libtilemm_blas64.so`,
+/// the `ilp64` feature), as `libblas64` and the programs built for it pass them.
+#[cfg(not(feature = "ilp64"))]
+pub type BlasInt = c_int;
+/// The BLAS's integer: 8 bytes in this 64-bit-integer build.
+#[cfg(feature = "ilp64")]
+pub type BlasInt = i64;
+
+/// A Fortran-interface GEMM call (integers held in 64 bits, whatever the caller's width): C (m×n, leading dimension ldc) = α·op(A)·op(B) + β·C, with
 /// op(A) m×k and op(B) k×n, all column-major.
 #[derive(Clone, Copy, Debug)]
 pub struct Call<T> {
     /// The characters as given (checked by [`Call::check`]).
     pub trans: [u8; 2],
     /// M, N, K as given.
-    pub m: c_int,
+    pub m: i64,
     /// N.
-    pub n: c_int,
+    pub n: i64,
     /// K.
-    pub k: c_int,
+    pub k: i64,
     /// α.
     pub alpha: T,
     /// A and its leading dimension.
     pub a: *const T,
     /// lda.
-    pub lda: c_int,
+    pub lda: i64,
     /// B.
     pub b: *const T,
     /// ldb.
-    pub ldb: c_int,
+    pub ldb: i64,
     /// β.
     pub beta: T,
     /// C.
     pub c: *mut T,
     /// ldc.
-    pub ldc: c_int,
+    pub ldc: i64,
 }
 
 /// What a checked call asks for.
@@ -210,21 +218,23 @@ pub struct CblasRefusal {
 /// row-major as the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, that is M and N, A and B swapped. Returns
 /// the call and whether it was row-major.
 #[allow(clippy::too_many_arguments)]
+// BlasInt is i64 itself in the 64-bit-integer build.
+#[allow(clippy::useless_conversion)]
 pub fn from_cblas<T: Real>(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,
-    m: c_int,
-    n: c_int,
-    k: c_int,
+    m: BlasInt,
+    n: BlasInt,
+    k: BlasInt,
     alpha: T,
     a: *const T,
-    lda: c_int,
+    lda: BlasInt,
     b: *const T,
-    ldb: c_int,
+    ldb: BlasInt,
     beta: T,
     c: *mut T,
-    ldc: c_int,
+    ldc: BlasInt,
 ) -> Result<(Call<T>, bool), CblasRefusal> {
     let row_major = match layout {
         cblas::COL_MAJOR => false,
@@ -249,6 +259,7 @@ pub fn from_cblas<T: Real>(
     // The reference's row-major branch reports a wrong TransB as parameter 2 (its quirk,
     // which programs that catch the error see).
     let tb = char_of(trans_b, if row_major { 2 } else { 3 }, "TransB")?;
+    let [m, n, k, lda, ldb, ldc] = [m, n, k, lda, ldb, ldc].map(i64::from);
     let call = if row_major {
         Call {
             trans: [tb, ta],
@@ -287,7 +298,7 @@ pub fn from_cblas<T: Real>(
 mod tests {
     use super::*;
 
-    fn call(trans: [u8; 2], mnk: [c_int; 3], lds: [c_int; 3]) -> Call<f64> {
+    fn call(trans: [u8; 2], mnk: [i64; 3], lds: [i64; 3]) -> Call<f64> {
         Call {
             trans,
             m: mnk[0],

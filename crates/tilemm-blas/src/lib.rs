@@ -27,7 +27,7 @@ use std::os::raw::{c_char, c_int};
 
 use std::sync::OnceLock;
 
-use call::{Call, Real};
+use call::{BlasInt, Call, Real};
 use route::Entry;
 
 /// What a process finds once per element type (see [`Real::found`]).
@@ -60,6 +60,7 @@ thread_local! {
 /// # Safety
 /// The BLAS contract: `call`'s pointers are valid for its shape.
 unsafe fn enter<T: Real>(entry: &Entry, call: &Call<T>) {
+    quiet_panics();
     let work = match call.check() {
         Ok(work) => work,
         Err(number) => {
@@ -84,41 +85,57 @@ unsafe fn enter<T: Real>(entry: &Entry, call: &Call<T>) {
     }
 }
 
+/// Panics inside this library (a driver torn down by the host's exit while an `atexit`
+/// handler still multiplies, say) are caught at the entry points and the call is computed on
+/// the BLAS underneath; their messages go to the log, never to the host program's stderr.
+/// The hook is this library's own (its Rust runtime is not the host's).
+fn quiet_panics() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            route::log(|| format!("tilemm-blas: caught a panic (the call falls back): {info}"))
+        }))
+    });
+}
+
 /// The Fortran entry point.
 ///
 /// # Safety
 /// The Fortran BLAS's contract.
 #[allow(clippy::too_many_arguments)]
+// BlasInt is i64 itself in the 64-bit-integer build.
+#[allow(clippy::useless_conversion)]
 unsafe fn fortran<T: Real>(
     trans_a: *const c_char,
     trans_b: *const c_char,
-    m: *const c_int,
-    n: *const c_int,
-    k: *const c_int,
+    m: *const BlasInt,
+    n: *const BlasInt,
+    k: *const BlasInt,
     alpha: *const T,
     a: *const T,
-    lda: *const c_int,
+    lda: *const BlasInt,
     b: *const T,
-    ldb: *const c_int,
+    ldb: *const BlasInt,
     beta: *const T,
     c: *mut T,
-    ldc: *const c_int,
+    ldc: *const BlasInt,
 ) {
-    // Integers are read as 32 bits: from a 64-bit-integer program (in front of libblas64)
-    // that is their low half, the value itself on x86-64 up to 2³¹ − 1.
+    // Integers are read at this library's width: 4 bytes (from a 64-bit-integer program in
+    // front of libblas64, that is their low half, the value itself on x86-64 up to 2³¹ − 1),
+    // 8 in libtilemm_blas64.so.
     let call = Call {
         trans: [*trans_a as u8, *trans_b as u8],
-        m: *m,
-        n: *n,
-        k: *k,
+        m: i64::from(*m),
+        n: i64::from(*n),
+        k: i64::from(*k),
         alpha: *alpha,
         a,
-        lda: *lda,
+        lda: i64::from(*lda),
         b,
-        ldb: *ldb,
+        ldb: i64::from(*ldb),
         beta: *beta,
         c,
-        ldc: *ldc,
+        ldc: i64::from(*ldc),
     };
     let entry = Entry {
         symbol: T::FORTRAN,
@@ -136,17 +153,17 @@ unsafe fn cblas<T: Real>(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,
-    m: c_int,
-    n: c_int,
-    k: c_int,
+    m: BlasInt,
+    n: BlasInt,
+    k: BlasInt,
     alpha: T,
     a: *const T,
-    lda: c_int,
+    lda: BlasInt,
     b: *const T,
-    ldb: c_int,
+    ldb: BlasInt,
     beta: T,
     c: *mut T,
-    ldc: c_int,
+    ldc: BlasInt,
 ) {
     let converted = call::from_cblas(
         layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
@@ -188,17 +205,17 @@ unsafe fn cblas<T: Real>(
 pub unsafe extern "C-unwind" fn sgemm_(
     trans_a: *const c_char,
     trans_b: *const c_char,
-    m: *const c_int,
-    n: *const c_int,
-    k: *const c_int,
+    m: *const BlasInt,
+    n: *const BlasInt,
+    k: *const BlasInt,
     alpha: *const f32,
     a: *const f32,
-    lda: *const c_int,
+    lda: *const BlasInt,
     b: *const f32,
-    ldb: *const c_int,
+    ldb: *const BlasInt,
     beta: *const f32,
     c: *mut f32,
-    ldc: *const c_int,
+    ldc: *const BlasInt,
     _trans_a_len: usize,
     _trans_b_len: usize,
 ) {
@@ -215,17 +232,17 @@ pub unsafe extern "C-unwind" fn sgemm_(
 pub unsafe extern "C-unwind" fn dgemm_(
     trans_a: *const c_char,
     trans_b: *const c_char,
-    m: *const c_int,
-    n: *const c_int,
-    k: *const c_int,
+    m: *const BlasInt,
+    n: *const BlasInt,
+    k: *const BlasInt,
     alpha: *const f64,
     a: *const f64,
-    lda: *const c_int,
+    lda: *const BlasInt,
     b: *const f64,
-    ldb: *const c_int,
+    ldb: *const BlasInt,
     beta: *const f64,
     c: *mut f64,
-    ldc: *const c_int,
+    ldc: *const BlasInt,
     _trans_a_len: usize,
     _trans_b_len: usize,
 ) {
@@ -243,17 +260,17 @@ pub unsafe extern "C-unwind" fn cblas_sgemm(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,
-    m: c_int,
-    n: c_int,
-    k: c_int,
+    m: BlasInt,
+    n: BlasInt,
+    k: BlasInt,
     alpha: f32,
     a: *const f32,
-    lda: c_int,
+    lda: BlasInt,
     b: *const f32,
-    ldb: c_int,
+    ldb: BlasInt,
     beta: f32,
     c: *mut f32,
-    ldc: c_int,
+    ldc: BlasInt,
 ) {
     cblas(
         layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
@@ -269,17 +286,17 @@ pub unsafe extern "C-unwind" fn cblas_dgemm(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,
-    m: c_int,
-    n: c_int,
-    k: c_int,
+    m: BlasInt,
+    n: BlasInt,
+    k: BlasInt,
     alpha: f64,
     a: *const f64,
-    lda: c_int,
+    lda: BlasInt,
     b: *const f64,
-    ldb: c_int,
+    ldb: BlasInt,
     beta: f64,
     c: *mut f64,
-    ldc: c_int,
+    ldc: BlasInt,
 ) {
     cblas(
         layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,

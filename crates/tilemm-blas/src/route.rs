@@ -436,22 +436,11 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
         });
         return;
     }
-    let (route, explored) = match settings().mode {
-        Mode::Gpu => (Route::Gpu, false),
-        Mode::Cpu => (Route::Cpu, false),
-        Mode::Off => (Route::Blas, false),
-        Mode::Auto => {
-            let found = candidates::<T>();
-            let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
-                &found.candidates,
-                precision,
-                call.fmas(),
-            );
-            (
-                found.routes[choice.index()],
-                matches!(choice, Choice::Explore(_)),
-            )
-        }
+    let route = match settings().mode {
+        Mode::Gpu => Route::Gpu,
+        Mode::Cpu => Route::Cpu,
+        Mode::Off => Route::Blas,
+        Mode::Auto => auto_route(entry, call),
     };
     let start = Instant::now();
     let outcome = compute(route, call);
@@ -466,7 +455,8 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
     };
     match outcome {
         Ok(computed) => {
-            let warm = route.warm();
+            // Its later timings are the route's speed (see `measure`).
+            route.warm();
             let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
             if let Some(kernel) = &computed.kernel {
                 let _ = write!(line, " kernel={kernel}");
@@ -479,25 +469,6 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
                     computed.timed,
                     ms(computed.tuning)
                 );
-            }
-            if explored {
-                line.push_str(" (measuring)");
-                // A route's first timing in the process (a thread pool started, kernels
-                // loaded) says nothing of its speed; the tuner's time is not the product's.
-                if warm {
-                    let mut notes = Vec::new();
-                    let id = identity_of::<T>(route);
-                    model().lock().unwrap_or_else(|e| e.into_inner()).record(
-                        id,
-                        precision,
-                        call.fmas(),
-                        time.saturating_sub(computed.tuning),
-                        &mut notes,
-                    );
-                    for note in notes {
-                        let _ = write!(line, "; {note}");
-                    }
-                }
             }
         }
         Err(why) => {
@@ -514,6 +485,142 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
                 route.name(),
                 fallback,
                 ms(start.elapsed())
+            );
+        }
+    }
+    log(|| line);
+}
+
+/// This process's routes under `auto`, by class (precision, size bucket): fixed by a class's
+/// first call and never changed, so that identical calls get identical bits.
+static FIXED: Mutex<Vec<((&'static str, i32), Route)>> = Mutex::new(Vec::new());
+
+/// The most routes one call times on copies of C before its class's route is fixed.
+const MAX_MEASURES: usize = 12;
+
+/// `call`'s route under `auto`: its class's, fixed when the class's first call came. That call
+/// first times the routes that could win (each twice, as the model asks) on copies of C, so
+/// that the caller's C is computed by the route chosen; later, every
+/// [`RECHECK`](crate::model::RECHECK)th call of the class times another route again on a copy,
+/// for the model (and later processes), never for the caller's result.
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS.
+unsafe fn auto_route<T: Real>(entry: &Entry, call: &Call<T>) -> Route {
+    let found = candidates::<T>();
+    let (precision, fmas) = (T::PRECISION, call.fmas());
+    let class = (precision, crate::model::bucket(fmas));
+    let fixed = || {
+        let fixed = FIXED.lock().unwrap_or_else(|e| e.into_inner());
+        fixed.iter().find(|(c, _)| *c == class).map(|(_, r)| *r)
+    };
+    let known = fixed();
+    for _ in 0..MAX_MEASURES {
+        let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
+            &found.candidates,
+            precision,
+            fmas,
+        );
+        match (choice, known) {
+            (Choice::Fastest(_), Some(route)) => return route,
+            (Choice::Fastest(i), None) => return fix(class, found.routes[i]),
+            (Choice::Explore(i), _) => {
+                measure(entry, found.routes[i], call);
+                if let Some(route) = known {
+                    return route;
+                }
+            }
+        }
+    }
+    // The measurements did not settle (routes that keep failing): the first candidate, the
+    // BLAS underneath where there is one.
+    known.unwrap_or_else(|| fix(class, found.routes[0]))
+}
+
+/// Fixes `class`'s route for the process (the first to fix it wins: another thread's).
+fn fix(class: (&'static str, i32), route: Route) -> Route {
+    let mut fixed = FIXED.lock().unwrap_or_else(|e| e.into_inner());
+    match fixed.iter().find(|(c, _)| *c == class) {
+        Some((_, earlier)) => *earlier,
+        None => {
+            fixed.push((class, route));
+            route
+        }
+    }
+}
+
+/// Times `route` on `call` with a copy of C for the model, and logs it; a route that fails is
+/// dropped in the class (for the process), as when it computes a caller's C.
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS.
+unsafe fn measure<T: Real>(entry: &Entry, route: Route, call: &Call<T>) {
+    let (precision, fmas) = (T::PRECISION, call.fmas());
+    let id = identity_of::<T>(route);
+    // C's span: ldc·(n − 1) + m elements, copied so that β·C reads the caller's values.
+    let len = (call.ldc.max(1) as usize) * (call.n.max(1) as usize - 1) + call.m.max(0) as usize;
+    let mut copy: Vec<T> = Vec::new();
+    if copy.try_reserve_exact(len).is_err() {
+        model()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .failed(id, precision, fmas);
+        log(|| {
+            format!(
+                "{} route={} not measured: no memory for a copy of C",
+                entry.line(call),
+                route.name()
+            )
+        });
+        return;
+    }
+    copy.extend_from_slice(std::slice::from_raw_parts(call.c, len));
+    let scratch = Call {
+        c: copy.as_mut_ptr(),
+        ..*call
+    };
+    let warm = route.warm();
+    let start = Instant::now();
+    let outcome = compute(route, &scratch);
+    let time = start.elapsed();
+    let mut line = if settings().log.is_some() {
+        entry.line(call)
+    } else {
+        String::new()
+    };
+    match outcome {
+        Ok(computed) => {
+            let _ = write!(
+                line,
+                " route={} ms={:.3} (measuring, on a copy of C)",
+                route.name(),
+                ms(time)
+            );
+            // A route's first timing in the process (a thread pool started, kernels loaded)
+            // says nothing of its speed; the tuner's time is not the product's.
+            if warm {
+                let mut notes = Vec::new();
+                model().lock().unwrap_or_else(|e| e.into_inner()).record(
+                    id,
+                    precision,
+                    fmas,
+                    time.saturating_sub(computed.tuning),
+                    &mut notes,
+                );
+                for note in notes {
+                    let _ = write!(line, "; {note}");
+                }
+            }
+        }
+        Err(why) => {
+            model()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .failed(id, precision, fmas);
+            let _ = write!(
+                line,
+                " route={} failed while measuring ({why})",
+                route.name()
             );
         }
     }

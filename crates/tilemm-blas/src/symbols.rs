@@ -68,8 +68,7 @@ impl<T: Real> Next<T> {
         if self.ilp64 {
             // SAFETY: the same symbol, whose integers are 64 bits wide.
             let gemm = std::mem::transmute::<FortranGemm<T>, FortranGemm64<T>>(self.gemm);
-            let [m, n, k, lda, ldb, ldc] =
-                [call.m, call.n, call.k, call.lda, call.ldb, call.ldc].map(i64::from);
+            let [m, n, k, lda, ldb, ldc] = [call.m, call.n, call.k, call.lda, call.ldb, call.ldc];
             gemm(
                 &ta,
                 &tb,
@@ -89,20 +88,23 @@ impl<T: Real> Next<T> {
             );
             return;
         }
+        // A call checked in a 32-bit library holds 32-bit values.
+        let [m, n, k, lda, ldb, ldc] =
+            [call.m, call.n, call.k, call.lda, call.ldb, call.ldc].map(|v| v as c_int);
         (self.gemm)(
             &ta,
             &tb,
-            &call.m,
-            &call.n,
-            &call.k,
+            &m,
+            &n,
+            &k,
             &call.alpha,
             call.a,
-            &call.lda,
+            &lda,
             call.b,
-            &call.ldb,
+            &ldb,
             &call.beta,
             call.c,
-            &call.ldc,
+            &ldc,
             1,
             1,
         );
@@ -156,7 +158,8 @@ pub fn next<T: Real>() -> Option<&'static Next<T>> {
         Some(Next {
             // SAFETY: the symbol is a Fortran GEMM of this signature, by the BLAS's ABI.
             gemm: unsafe { std::mem::transmute::<*mut c_void, FortranGemm<T>>(address) },
-            ilp64: name.contains("blas64") || name.contains("ilp64"),
+            // libtilemm_blas64.so is put in front of a 64-bit-integer BLAS only.
+            ilp64: cfg!(feature = "ilp64") || name.contains("blas64") || name.contains("ilp64"),
             library,
         })
     }
@@ -170,7 +173,9 @@ fn own_library() -> String {
 
 /// Whether the BLAS underneath, and so the program, uses 64-bit integers.
 fn ilp64() -> bool {
-    next::<f64>().is_some_and(|n| n.ilp64) || next::<f32>().is_some_and(|n| n.ilp64)
+    cfg!(feature = "ilp64")
+        || next::<f64>().is_some_and(|n| n.ilp64)
+        || next::<f32>().is_some_and(|n| n.ilp64)
 }
 
 // "C-unwind": a host's handler may unwind (a C++ exception) through these frames.

@@ -1,0 +1,43 @@
+# LAPACK's own tests (Debian's liblapack-test): sourced by scripts/test-lapack.
+# lapack_programs LETTERS: "PROGRAM INPUT" lines (INPUT: a name in $LAPACK_TESTS, or a path), as LAPACK's lapack_testing.py runs them, for the
+# real precisions given (s, d): the eigenvalue programs on their 16 inputs, the linear-equation
+# programs, the mixed-precision one (d) and the RFP one.
+lapack_programs() {
+  local l
+  for l in "$@"; do
+    local input
+    for input in nep sep se2 svd ${l}ec ${l}ed ${l}gg ${l}gd ${l}sb ${l}sg ${l}bb glm gqr gsv csd lse; do
+      echo "xeigtst$l $input"
+    done
+    echo "xlintst$l ${l}test"
+    [ "$l" = d ] && echo "xlintstds dstest"
+    echo "xlintstrf$l ${l}test_rfp"
+  done
+}
+
+# lapack_summary OUT: the lines of a program's report that state its outcome: tests run, tests
+# that failed the threshold (with the routine and test), illegal and INFO errors.
+lapack_summary() {
+  grep -E 'out of|passed the threshold|tests run|[Ii]llegal| INFO|failed|FAIL' "$1" \
+    | sed -E 's/[[:space:]]+/ /g' || true
+}
+
+# lapack_reduced DIR: inputs for the GPU's reduced set, cut from Debian's into DIR: the expert
+# nonsymmetric eigenvalue driver alone (DVX, SVX: all 21 matrix types and the precomputed
+# matrices, sizes 0 1 2 5 10) and the generalized eigenvalue driver alone (DGV, SGV: sizes 2 6 10),
+# whose test 5 compares eigenvalues computed with and without eigenvectors bit for bit. Prints
+# their "PROGRAM INPUT" lines.
+lapack_reduced() {
+  local dir=$1 l U
+  for l in d s; do
+    U=$(tr a-z A-Z <<< "$l")
+    awk -v s="^${U}VX " -v e="^${U}SX " '$0 ~ s {on=1} $0 ~ e {on=0} on' "$LAPACK_TESTS/${l}ed.in" \
+      | sed -e '2s/.*/5                 Number of matrix dimensions/' \
+        -e '3s/.*/0 1 2 5 10        Matrix dimensions/' > "$dir/${l}vx.in"
+    awk -v s="^${U}GV " -v e="^${U}GX " '$0 ~ s {on=1} $0 ~ e {on=0} on' "$LAPACK_TESTS/${l}gd.in" \
+      | sed -e '2s/.*/3                 Number of matrix dimensions/' \
+        -e '3s/.*/2 6 10            Matrix dimensions/' > "$dir/${l}gv.in"
+    echo "xeigtst$l $dir/${l}vx"
+    echo "xeigtst$l $dir/${l}gv"
+  done
+}
