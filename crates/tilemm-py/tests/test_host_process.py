@@ -222,3 +222,66 @@ def test_a_product_under_an_address_space_limit_raises_memory_error():
     status, output = _in_a_child(code)
     assert status == 0 and "alive" in output, output
     assert "MemoryError" in output, output
+
+
+def test_sigint_during_a_long_product_raises_keyboard_interrupt_at_once():
+    # A product of about 2 s on this machine's CPU route (sized from a timed 512³ one), SIGINT
+    # 0.2 s in: KeyboardInterrupt within a second, and the next product right.
+    code = r"""
+import os, signal, threading, time
+import numpy as np, tilemm
+small = np.ones((512, 512))
+tilemm.matmul(small, small)
+unit = 1e9
+for _ in range(3):
+    start = time.perf_counter(); tilemm.matmul(small, small); unit = min(unit, time.perf_counter() - start)
+n = int(512 * max(1.0, (2.0 / max(unit, 1e-4)) ** (1 / 3)))
+a = np.random.default_rng(1).random((n, n)); b = np.random.default_rng(2).random((n, n))
+expected = unit * (n / 512) ** 3
+threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+start = time.perf_counter()
+try:
+    tilemm.matmul(a, b)
+    print("finished", time.perf_counter() - start, expected)
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter() - start, expected)
+c = tilemm.matmul(a[:300], b[:, :200])
+print("next", bool(np.allclose(c, a[:300] @ b[:, :200], rtol=1e-12, atol=1e-9)))
+"""
+    status, output = _in_a_child(code)
+    assert status == 0, output
+    words = output.split()
+    assert words[0] == "interrupted", output
+    after, expected = float(words[1]), float(words[2])
+    assert after < 1.0, f"KeyboardInterrupt came {after:.2f} s in (the product: {expected:.2f} s)"
+    assert expected > 1.0, f"the product was too short to test: {expected:.2f} s"
+    assert words[-2:] == ["next", "True"], output
+
+
+@pytest.mark.parametrize("device", [None, "cpu", "wgpu"])
+def test_a_given_product_always_gives_the_same_bits_in_a_process(device):
+    # On wgpu with the tuner (kernel="auto"), the first call's choice is the class's for the
+    # process: later calls do not switch kernels as tuning goes on.
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((130, 700)).astype(np.float32)
+    b = rng.standard_normal((700, 90)).astype(np.float32)
+    first = tilemm.matmul(a, b, device=device, kernel="auto")
+    for _ in range(4):
+        again = tilemm.matmul(a, b, device=device, kernel="auto")
+        assert again.tobytes() == first.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_on_the_cpu_route_an_entry_does_not_depend_on_the_shape_around_it(dtype):
+    # C[i, j] from row i of A, column j of B and K alone: the same bits inside products of
+    # other shapes, at other offsets, and through a transposed view.
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((150, 1300)).astype(dtype)
+    b = rng.standard_normal((1300, 120)).astype(dtype)
+    whole = tilemm.matmul(a, b, device="cpu")
+    for rows, cols in [(slice(0, 1), slice(0, 1)), (slice(7, 9), slice(3, 120)),
+                       (slice(0, 150), slice(5, 6)), (slice(20, 83), slice(40, 101))]:
+        part = tilemm.matmul(a[rows], b[:, cols], device="cpu")
+        assert part.tobytes() == np.ascontiguousarray(whole[rows, cols]).tobytes(), (rows, cols)
+        flipped = tilemm.matmul(np.asfortranarray(a[rows]), b[:, cols], device="cpu")
+        assert flipped.tobytes() == part.tobytes(), (rows, cols)
