@@ -60,9 +60,13 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
 /// into blocks that depend on M and N above 512, and sums a slab of at most 512 in one pass.)
 pub const K_SLAB: usize = 512;
 
-/// The least rows and columns of one call: smaller blocks are computed in padded copies, since
-/// the crate sums vector and tiny products (M or N of 1, M·N ≤ 256) in another order.
-const MIN_SIDE: usize = 17;
+/// The least rows and columns of one call: the crate sums matrix-vector products (M or N of 1)
+/// in another order, so thinner blocks are computed in padded copies. So are blocks of at most
+/// 256 entries whose A runs along K and B down K (the crate's dot-product kernel).
+const MIN_SIDE: usize = 2;
+
+/// The most entries of C a block may have to meet the crate's dot-product kernel.
+const DOT_KERNEL_ENTRIES: usize = 256;
 
 /// About the floating-point operations of one piece of a product, between which an
 /// interruption is noticed.
@@ -170,7 +174,7 @@ struct Strided<T> {
 }
 
 /// Per batch entry, panel of rows and slab of K (in order), one call of the crate on the
-/// strided views; blocks thinner than [`MIN_SIDE`] go through padded copies.
+/// strided views; blocks the crate would sum in another order go through padded copies.
 fn native<T: Element + gemm_element::GemmElement>(
     problem: &Problem,
     a: &[T],
@@ -243,7 +247,9 @@ fn native<T: Element + gemm_element::GemmElement>(
                     alpha,
                     parallelism,
                 };
-                if r >= MIN_SIDE && n >= MIN_SIDE {
+                let dot_kernel =
+                    r * n <= DOT_KERNEL_ENTRIES && call.lhs.col == 1 && call.rhs.row == 1;
+                if r >= MIN_SIDE && n >= MIN_SIDE && !dot_kernel {
                     // SAFETY: as above; C's entries are distinct (validated).
                     unsafe { call.run() };
                 } else {
@@ -308,9 +314,9 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// `call` through copies padded with zeros to at least [`MIN_SIDE`] rows and columns (row-
-    /// major: lhs, then rhs, then dst), so that the crate takes the same path, and sums in the
-    /// same order, as for a larger block.
+    /// `call` through copies padded with zeros to at least [`MIN_SIDE`] rows and columns (lhs
+    /// column-major, so never the dot-product kernel's layout; rhs and dst row-major), so that
+    /// the crate takes the same path, and sums in the same order, as for a larger block.
     fn padded<T: Element + gemm_element::GemmElement>(&mut self, call: Call<T>) -> Result<()> {
         let (m, n, k) = (call.m.max(MIN_SIDE), call.n.max(MIN_SIDE), call.k);
         let len = m * k + k * n + m * n;
@@ -327,7 +333,7 @@ impl Scratch {
         unsafe {
             for i in 0..m {
                 for l in 0..k {
-                    lhs[i * k + l] = if i < call.m {
+                    lhs[i + l * m] = if i < call.m {
                         *call
                             .lhs
                             .at
@@ -368,8 +374,8 @@ impl Scratch {
                 k,
                 lhs: Strided {
                     at: lhs.as_ptr(),
-                    row: k as isize,
-                    col: 1,
+                    row: 1,
+                    col: m as isize,
                 },
                 rhs: Strided {
                     at: rhs.as_ptr(),
@@ -532,6 +538,8 @@ mod tests {
                 (1..70, 0..90),
                 (64..70, 30..31),
                 (9..26, 40..57),
+                (3..13, 4..24),
+                (0..2, 0..2),
             ] {
                 let (bm, bn) = (rows.len(), cols.len());
                 let sub_a: Vec<T> = rows
@@ -564,11 +572,27 @@ mod tests {
                     .build()
                     .unwrap()
                     .install(|| native(&pt, &at, &sub_b, &mut got_t, &|| false, true).unwrap());
+                // B transposed in memory (bn×k), A as it was: both run along K, the layout of
+                // the crate's dot-product kernel for small blocks.
+                let mut shape_b = full(Shape::new(bm, k, bn));
+                shape_b.trans_b = true;
+                let pb = shape_b.problem().unwrap();
+                let bt: Vec<T> = (0..bn)
+                    .flat_map(|j| (0..k).map(move |l| (l, j)))
+                    .map(|(l, j)| sub_b[l * bn + j])
+                    .collect();
+                let mut got_b = sub_c.clone();
+                native(&pb, &sub_a, &bt, &mut got_b, &|| false, false).unwrap();
                 for (q, (i, j)) in rows
                     .clone()
                     .flat_map(|i| cols.clone().map(move |j| (i, j)))
                     .enumerate()
                 {
+                    assert_eq!(
+                        bytemuck::bytes_of(&got_b[q]),
+                        bytemuck::bytes_of(&want[i * n + j]),
+                        "{dtype} K {k}, C[{i}, {j}] in block {rows:?}×{cols:?}, Bᵀ"
+                    );
                     let bits = |x: T| bytemuck::bytes_of(&x).to_vec();
                     assert_eq!(
                         bits(got[q]),
