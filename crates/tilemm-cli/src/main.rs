@@ -63,12 +63,17 @@ pub(crate) const EXIT_FAIL: u8 = 1;
 pub(crate) const EXIT_ERROR: u8 = 2;
 
 /// ^C (or SIGTERM): the partial `--out` file, if one is being written, is removed, and the
-/// process ends as a shell reports a signal's end, 128 + the signal (130 for ^C). Only
-/// async-signal-safe calls: `unlink` and `_exit`.
+/// process ends by the signal itself, its default action restored (a shell reports 130 for
+/// ^C, and a script running tilemm stops as for any program ^C ends). Only async-signal-safe
+/// calls: `unlink`, `signal` and `raise`.
 extern "C" fn interrupted(signal: libc::c_int) {
     tilemm::io::inputs::remove_partial_output();
-    // SAFETY: _exit ends the process at once, running nothing of this one's.
-    unsafe { libc::_exit(128 + signal) };
+    // SAFETY: the default action, then the signal again: delivered when this handler returns
+    // (it is blocked while the handler runs), it ends the process.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
 }
 
 fn main() -> ExitCode {

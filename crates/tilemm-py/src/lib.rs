@@ -100,7 +100,9 @@ where
     let b = b.cast::<PyArray3<I>>()?.readonly();
     let mut out = out.cast::<PyArray3<O>>()?.readwrite();
     let (a, b, c) = (a.as_array(), b.as_array(), out.as_array_mut());
-    let work = a.dim().0.max(b.dim().0) * a.dim().1 * a.dim().2 * b.dim().2;
+    let work = [a.dim().1, a.dim().2, b.dim().2]
+        .iter()
+        .fold(a.dim().0.max(b.dim().0), |x, &y| x.saturating_mul(y));
     let run = if work < INTERRUPTIBLE_WORK {
         py.detach(|| gemm.write_batched(a, b, c))
     } else {
@@ -130,12 +132,24 @@ fn interruptible<I: tilemm::Element, O: tilemm::Element>(
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = AtomicBool::new(false);
     let caller = std::thread::current();
+    // C is handed to the product's thread, or taken back here if no thread can start.
+    let c = std::sync::Mutex::new(Some(c));
+    let take = || c.lock().unwrap_or_else(|e| e.into_inner()).take();
     std::thread::scope(|s| {
-        let worker = s.spawn(|| {
+        let worker = std::thread::Builder::new().spawn_scoped(s, || {
+            let c = take().expect("C, handed once");
             let run = gemm.write_batched_until(a, b, c, &|| stop.load(Ordering::Relaxed));
             caller.unpark();
             run
         });
+        let worker = match worker {
+            Ok(worker) => worker,
+            // No thread to be had (a process limit): the product runs here, to its end.
+            Err(_) => {
+                let c = take().expect("C, not handed");
+                return (gemm.write_batched(a, b, c), None);
+            }
+        };
         let mut signal = None;
         while !worker.is_finished() {
             std::thread::park_timeout(std::time::Duration::from_millis(50));

@@ -34,25 +34,36 @@ pub fn threads() -> usize {
 fn pool() -> Result<Arc<rayon::ThreadPool>> {
     static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
     let pid = std::process::id();
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, built)) = &*pool {
-        if *owner == pid {
-            return Ok(built.clone());
-        }
+    let current = || {
+        let pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        pool.as_ref()
+            .filter(|(owner, _)| *owner == pid)
+            .map(|(_, built)| built.clone())
+    };
+    if let Some(built) = current() {
+        return Ok(built);
     }
+    // Built outside the lock, so that a fork while threads start leaves it free in the child.
     let built = rayon::ThreadPoolBuilder::new()
         .num_threads(threads())
         .thread_name(|i| format!("tilemm-cpu-{i}"))
         .build()
         .map_err(|e| Error::Threads(e.to_string()))?;
-    // The parent's pool, in a child: its threads do not exist here, so it is never dropped
-    // (dropping it would signal threads that are not there).
-    if let Some(inherited) = pool.take() {
-        std::mem::forget(inherited);
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    match &*pool {
+        // Another thread built one meanwhile: its pool serves, this one is dropped.
+        Some((owner, built)) if *owner == pid => Ok(built.clone()),
+        _ => {
+            // The parent's pool, in a child: its threads do not exist here, so it is never
+            // dropped (dropping it would signal threads that are not there).
+            if let Some(inherited) = pool.take() {
+                std::mem::forget(inherited);
+            }
+            let built = Arc::new(built);
+            *pool = Some((pid, built.clone()));
+            Ok(built)
+        }
     }
-    let built = Arc::new(built);
-    *pool = Some((pid, built.clone()));
-    Ok(built)
 }
 
 /// Elements of K one call of the `gemm` crate sums: C's sum runs through fixed slabs of K in
@@ -67,6 +78,10 @@ const MIN_SIDE: usize = 2;
 
 /// The most entries of C a block may have to meet the crate's dot-product kernel.
 const DOT_KERNEL_ENTRIES: usize = 256;
+
+/// The least K of one call: the crate sums K ≤ 2 with α folded into one operand, whose side
+/// depends on C's layout, so shorter slabs go through copies padded with zero terms.
+const MIN_DEPTH: usize = 3;
 
 /// About the floating-point operations of one piece of a product, between which an
 /// interruption is noticed.
@@ -123,7 +138,9 @@ pub fn gemm_until(
     // A small product runs on the calling thread: handing it to the pool costs more than it
     // (a BLAS program's many small calls). The threads split rows and columns, never K, so
     // the bits are the same either way.
-    let fmas = problem.m * problem.n * problem.k * problem.batch;
+    let fmas = [problem.n, problem.k, problem.batch]
+        .iter()
+        .fold(problem.m, |x, &y| x.saturating_mul(y));
     if fmas < SERIAL_FMAS {
         return compute(false);
     }
@@ -194,8 +211,9 @@ fn native<T: Element + gemm_element::GemmElement>(
     let stride = |s: usize| s as isize;
     let (da, db, dc): (&MatrixDesc, &MatrixDesc, &MatrixDesc) =
         (&problem.a, &problem.b, &problem.c);
-    // Rows per piece: about PIECE_FLOPS per slab, at least 64 (B's slab is packed per panel).
-    let rows = (PIECE_FLOPS / (2 * K_SLAB * n).max(1)).clamp(64, m.max(64));
+    // Rows per piece: about PIECE_FLOPS per slab, at least 256 (B's slab is packed again for
+    // each panel).
+    let rows = (PIECE_FLOPS / (2 * K_SLAB * n).max(1)).clamp(256, m.max(256));
     let mut scratch = Scratch::default();
     for batch in 0..problem.batch {
         for r0 in (0..m).step_by(rows) {
@@ -249,7 +267,7 @@ fn native<T: Element + gemm_element::GemmElement>(
                 };
                 let dot_kernel =
                     r * n <= DOT_KERNEL_ENTRIES && call.lhs.col == 1 && call.rhs.row == 1;
-                if r >= MIN_SIDE && n >= MIN_SIDE && !dot_kernel {
+                if r >= MIN_SIDE && n >= MIN_SIDE && d >= MIN_DEPTH && !dot_kernel {
                     // SAFETY: as above; C's entries are distinct (validated).
                     unsafe { call.run() };
                 } else {
@@ -318,7 +336,11 @@ impl Scratch {
     /// column-major, so never the dot-product kernel's layout; rhs and dst row-major), so that
     /// the crate takes the same path, and sums in the same order, as for a larger block.
     fn padded<T: Element + gemm_element::GemmElement>(&mut self, call: Call<T>) -> Result<()> {
-        let (m, n, k) = (call.m.max(MIN_SIDE), call.n.max(MIN_SIDE), call.k);
+        let (m, n, k) = (
+            call.m.max(MIN_SIDE),
+            call.n.max(MIN_SIDE),
+            call.k.max(MIN_DEPTH),
+        );
         let len = m * k + k * n + m * n;
         let words = (len * size_of::<T>()).div_ceil(8);
         if self.words.len() < words {
@@ -333,7 +355,7 @@ impl Scratch {
         unsafe {
             for i in 0..m {
                 for l in 0..k {
-                    lhs[i + l * m] = if i < call.m {
+                    lhs[i + l * m] = if i < call.m && l < call.k {
                         *call
                             .lhs
                             .at
@@ -345,7 +367,7 @@ impl Scratch {
             }
             for l in 0..k {
                 for j in 0..n {
-                    rhs[l * n + j] = if j < call.n {
+                    rhs[l * n + j] = if j < call.n && l < call.k {
                         *call
                             .rhs
                             .at
@@ -521,7 +543,7 @@ mod tests {
                 .collect();
             let full = |shape: Shape| Shape {
                 precision: Precision::of(dtype),
-                alpha: 0.75,
+                alpha: 0.7,
                 beta: -1.5,
                 ..shape
             };
@@ -583,6 +605,20 @@ mod tests {
                     .collect();
                 let mut got_b = sub_c.clone();
                 native(&pb, &sub_a, &bt, &mut got_b, &|| false, false).unwrap();
+                // C column-major, as every BLAS call has it.
+                let pc = Problem::general(
+                    (bm, k, bn, 1),
+                    MatrixDesc::row_major(bm, k),
+                    MatrixDesc::row_major(k, bn),
+                    MatrixDesc::col_major(bm, bn),
+                    (p.alpha, p.beta),
+                    p.precision,
+                )
+                .unwrap();
+                let mut got_c: Vec<T> = (0..bm * bn)
+                    .map(|q| sub_c[(q % bm) * bn + q / bm])
+                    .collect();
+                native(&pc, &sub_a, &sub_b, &mut got_c, &|| false, false).unwrap();
                 for (q, (i, j)) in rows
                     .clone()
                     .flat_map(|i| cols.clone().map(move |j| (i, j)))
@@ -592,6 +628,12 @@ mod tests {
                         bytemuck::bytes_of(&got_b[q]),
                         bytemuck::bytes_of(&want[i * n + j]),
                         "{dtype} K {k}, C[{i}, {j}] in block {rows:?}×{cols:?}, Bᵀ"
+                    );
+                    let (bi, bj) = (i - rows.start, j - cols.start);
+                    assert_eq!(
+                        bytemuck::bytes_of(&got_c[bi + bj * bm]),
+                        bytemuck::bytes_of(&want[i * n + j]),
+                        "{dtype} K {k}, C[{i}, {j}] in block {rows:?}×{cols:?}, C column-major"
                     );
                     let bits = |x: T| bytemuck::bytes_of(&x).to_vec();
                     assert_eq!(

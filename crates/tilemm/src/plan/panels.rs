@@ -86,11 +86,26 @@ impl Panels {
             } else {
                 panels.block_problem(problem, &panels.block(0, 0, 0, 0), true)?
             };
-            let bytes = device_bytes(&panels.summed(&block), device);
+            let summed = panels.summed(&block);
+            let bytes = device_bytes(&summed, device);
             let spans = [block.a_len(), block.b_len(), block.c_len()];
-            let over: [bool; 3] =
+            let mut over: [bool; 3] =
                 std::array::from_fn(|i| bytes[i] as u64 > binding || spans[i] > u32::MAX as usize);
-            let total = bytes.iter().map(|&b| b as u128).sum::<u128>();
+            // Beside a C narrower than the accumulator, a K that may take several launches
+            // sums in partials of the accumulator's type (Launches::uses_partials): a buffer
+            // of C's size in f32, cut as C is.
+            let narrow = crate::kernels::stored_output(summed.precision, !device.types.bf16)
+                != summed.precision.accumulate;
+            let partials = if narrow && summed.k > crate::plan::LOOP_TRIP_LIMIT as usize {
+                (summed.m as u128)
+                    * (summed.n as u128)
+                    * (summed.batch as u128)
+                    * summed.precision.accumulate.size_bytes() as u128
+            } else {
+                0
+            };
+            over[2] |= partials > binding as u128;
+            let total = bytes.iter().map(|&b| b as u128).sum::<u128>() + partials;
             let memory = limits
                 .memory_bytes
                 .map(|m| if whole { m } else { m / 2 } as u128);
@@ -477,6 +492,25 @@ mod tests {
         assert_eq!(panels.summed(&half).precision.input, DType::F16);
         let whole = Panels::plan(&Problem::new(16, 64, 2).unwrap(), &device).unwrap();
         assert_eq!(whole.summed(&half).precision.output, DType::F16);
+    }
+
+    #[test]
+    fn partial_sums_beside_a_narrow_c_count_against_the_binding() {
+        // f16, K past one launch: C (1.25 GB) fits a 2 GiB binding, its f32 partials (2.5 GB)
+        // do not, so C is cut; A (1.65 GB) and B fit.
+        let mut device = lavapipe();
+        device.limits.max_binding_bytes = (1 << 31) - 1;
+        let p = Shape {
+            precision: Precision::of(DType::F16),
+            ..Shape::new(25_000, 33_000, 25_000)
+        }
+        .problem()
+        .unwrap();
+        let panels = Panels::plan(&p, &device).unwrap();
+        assert_eq!(panels.counts[1], 1, "{panels:?}");
+        assert!(panels.counts[0] * panels.counts[2] > 1, "{panels:?}");
+        let plan = Plan::new("naive".parse().unwrap());
+        Schedule::new(&p, &plan, &device).unwrap();
     }
 
     #[test]

@@ -226,6 +226,7 @@ impl<R: Runtime> Session<R> {
     /// Copies `data` to the device, as the kernels read inputs: bf16 packed two to a word where
     /// the device has no bf16 type (the bytes as they are, padded to a whole word).
     pub fn upload(&self, data: &HostData) -> Result<DeviceMatrix> {
+        self.check_process()?;
         let dtype = data.dtype();
         let len = data.len();
         if dtype == DType::BF16 && !self.info.types.bf16 {
@@ -325,6 +326,7 @@ impl<R: Runtime> Session<R> {
         b: &DeviceMatrix,
         c: &DeviceMatrix,
     ) -> Result<Launches> {
+        self.check_process()?;
         check_resident(&schedule.problem, [a, b, c])?;
         let launches = if schedule.panels.is_whole() {
             schedule.launches
@@ -452,6 +454,7 @@ impl<R: Runtime> Session<R> {
 
     /// C's buffer, back on the host (bf16 held as f32 rounded to bf16 on the way).
     pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
+        self.check_process()?;
         let bytes = self
             .client
             .read_one(c.handle.clone())

@@ -18,14 +18,18 @@ pub const INSTALL_HINT: &str = "install your GPU's Vulkan driver, or Mesa's CPU 
 /// environment." into the host program's stderr (a Python user's, a BLAS caller's). The
 /// environment stays as the user set it: fd 2 points at a pipe while `f` runs, and everything
 /// written there but that notice goes on to stderr afterwards (another thread's lines too,
-/// only later).
+/// only later; a child process another thread starts meanwhile inherits the pipe as its
+/// stderr, which is read until `f` returns).
 fn without_wayland_notice<T>(f: impl FnOnce() -> T) -> T {
     use std::io::{Read, Write};
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::sync::Mutex;
 
     const NOTICE: &str = "XDG_RUNTIME_DIR is invalid or not set in the environment";
-    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+    // libwayland is quiet where the variable names a folder (one left by `sudo` may not).
+    let usable =
+        std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|dir| std::path::Path::new(&dir).is_dir());
+    if usable {
         return f();
     }
     static HELD: Mutex<()> = Mutex::new(());
@@ -55,7 +59,7 @@ fn without_wayland_notice<T>(f: impl FnOnce() -> T) -> T {
     // started meanwhile may hold the write end open).
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let finished = done.clone();
-    let reader = std::thread::spawn(move || {
+    let reader = std::thread::Builder::new().spawn(move || {
         use std::os::fd::AsRawFd;
         use std::sync::atomic::Ordering;
         // SAFETY: fcntl and poll on the pipe's read end, which this thread owns.
@@ -87,6 +91,10 @@ fn without_wayland_notice<T>(f: impl FnOnce() -> T) -> T {
             }
         }
     });
+    // No thread to drain the pipe (a process limit): no filter, the notice is harmless.
+    let Ok(reader) = reader else {
+        return f();
+    };
     let result = {
         use std::os::fd::AsRawFd;
         // SAFETY: fd 2 becomes the pipe's write end until `restore` drops.
