@@ -322,17 +322,22 @@ fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
     }
 }
 
-#[test]
-fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integers() {
-    // The same device with 2 KiB bindings: every contract problem needs panels (row and column
-    // panels, chunks of the batch), and a long K needs slabs that continue C's sum (β = 1).
+/// The test device, opened again with bindings of 2 KiB.
+fn small_bindings() -> GpuSession {
     let limits = tilemm::DeviceLimits {
         max_binding_bytes: 2048,
         ..gpu().info().limits
     };
-    let small = GpuSession::open(common::backend(), None)
+    GpuSession::open(common::backend(), None)
         .unwrap()
-        .limit(limits);
+        .limit(limits)
+}
+
+#[test]
+fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integers() {
+    // The same device with 2 KiB bindings: every contract problem needs panels (row and column
+    // panels, chunks of the batch), and a long K needs slabs that continue C's sum (β = 1).
+    let small = small_bindings();
     let mut problems = contract_problems();
     for (m, k, n, beta) in [(4, 700, 3, 0.0), (3, 900, 5, -1.5)] {
         let p = Shape {
@@ -616,13 +621,7 @@ fn long_k_products(plans: &[Plan], both_betas: bool) -> usize {
 #[test]
 fn half_precision_sums_are_never_rounded_to_c_between_panels_of_k() {
     // 2 KiB bindings: a 1×K f16 row of A takes panels of K, each continuing C's block.
-    let limits = tilemm::DeviceLimits {
-        max_binding_bytes: 2048,
-        ..gpu().info().limits
-    };
-    let small = GpuSession::open(common::backend(), None)
-        .unwrap()
-        .limit(limits);
+    let small = small_bindings();
     let plan = Plan::default_for(Kernel::Naive);
     for dtype in [DType::F16, DType::BF16] {
         // Panels halve K: with K a power of two, the depth divides it (4096: 8 KiB of A, so

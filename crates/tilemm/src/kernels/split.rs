@@ -78,17 +78,6 @@ pub(crate) fn partials_len(canonical: &Problem, splits: u32, entries: u32) -> us
     canonical.m * canonical.n * (splits * entries) as usize
 }
 
-/// Batch entries the partials of `launches` hold: split-K's, one chunk of the batch (its
-/// kernels index the partials from the chunk's start); otherwise the whole batch, since a
-/// rung that does not split K writes its C at the batch entry it computes.
-pub(crate) fn partials_entries(canonical: &Problem, launches: &crate::plan::Launches) -> u32 {
-    if launches.k_splits > 1 {
-        launches.shape.grid[2] / launches.k_splits
-    } else {
-        canonical.batch as u32
-    }
-}
-
 /// Enqueues [`reduce_partials`] over `entries` batch entries from `batch_begin` of
 /// `canonical`'s C (`c`, `c_words` elements of its stored type: f32 for bf16 where the
 /// device has no bf16, `packed`), with `beta`; the first entry's partials are at

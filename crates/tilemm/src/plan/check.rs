@@ -134,7 +134,7 @@ pub fn check(plan: &Plan, problem: &Problem, device: &DeviceInfo) -> Result<Laun
     let partials = launches
         .uses_partials(problem, !device.types.bf16)
         .then(|| {
-            let entries = crate::kernels::split::partials_entries(problem, &launches);
+            let entries = launches.partials_entries(problem);
             let len = crate::kernels::split::partials_len(problem, launches.k_splits, entries);
             (
                 len,

@@ -75,6 +75,17 @@ impl Launches {
             != problem.precision.accumulate;
         self.k_splits > 1 || (self.k_slabs > 1 && narrow_c)
     }
+
+    /// Batch entries the partials hold: split-K's, one chunk of the batch (its kernels index
+    /// the partials from the chunk's start); otherwise the whole batch, since a rung that does
+    /// not split K writes its C at the batch entry it computes.
+    pub fn partials_entries(&self, problem: &Problem) -> u32 {
+        if self.k_splits > 1 {
+            self.shape.grid[2] / self.k_splits
+        } else {
+            problem.batch as u32
+        }
+    }
 }
 
 impl Plan {

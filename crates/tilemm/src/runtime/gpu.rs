@@ -406,7 +406,7 @@ impl<R: Runtime> Session<R> {
         let [gx, gy, gz] = launches.shape.grid;
         let per_chunk = gz / splits;
         let batch = canonical.batch as u32;
-        let held = kernels::split::partials_entries(canonical, launches);
+        let held = launches.partials_entries(canonical);
         let len = kernels::split::partials_len(canonical, splits, held);
         let elem = canonical.precision.accumulate.size_bytes();
         let partials = self.client.empty(len * elem);
