@@ -115,9 +115,9 @@ where
     Ok((run.route.to_string(), run.time.as_secs_f64()))
 }
 
-/// Products of at least this many multiply-adds run where ^C can stop them (smaller ones end
-/// within milliseconds, and a thread of their own would cost more than they do).
-const INTERRUPTIBLE_WORK: usize = 1 << 24;
+/// Products of at least this many multiply-adds (512³) run where ^C can stop them: smaller
+/// ones end within tens of milliseconds, and a thread of their own costs tens of microseconds.
+const INTERRUPTIBLE_WORK: usize = 1 << 27;
 
 /// The product on a thread of its own while this thread, the caller's, checks Python's signal
 /// handlers every 50 ms (^C raises `KeyboardInterrupt` there, in the main thread); a signal's
@@ -130,7 +130,7 @@ fn interruptible<I: tilemm::Element, O: tilemm::Element>(
     c: ndarray::ArrayViewMut3<'_, O>,
 ) -> (tilemm::Result<tilemm::GemmRun>, Option<PyErr>) {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let stop = AtomicBool::new(false);
+    let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
     let caller = std::thread::current();
     // C is handed to the product's thread, or taken back here if no thread can start.
     let c = std::sync::Mutex::new(Some(c));
@@ -139,6 +139,8 @@ fn interruptible<I: tilemm::Element, O: tilemm::Element>(
         let worker = std::thread::Builder::new().spawn_scoped(s, || {
             let c = take().expect("C, handed once");
             let run = gemm.write_batched_until(a, b, c, &|| stop.load(Ordering::Relaxed));
+            // Said before the thread ends, so that the caller wakes at once.
+            done.store(true, Ordering::Release);
             caller.unpark();
             run
         });
@@ -151,9 +153,11 @@ fn interruptible<I: tilemm::Element, O: tilemm::Element>(
             }
         };
         let mut signal = None;
-        while !worker.is_finished() {
+        // (A panic ends the thread without saying so: is_finished covers it.)
+        let running = || !done.load(Ordering::Acquire) && !worker.is_finished();
+        while running() {
             std::thread::park_timeout(std::time::Duration::from_millis(50));
-            if signal.is_none() && !worker.is_finished() {
+            if signal.is_none() && running() {
                 if let Err(e) = Python::attach(|py| py.check_signals()) {
                     stop.store(true, Ordering::Relaxed);
                     signal = Some(e);
