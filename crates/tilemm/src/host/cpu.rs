@@ -101,7 +101,7 @@ pub fn gemm(problem: &Problem, a: &HostData, b: &HostData, c: &mut HostData) -> 
     gemm_until(problem, a, b, c, &|| false)
 }
 
-/// [`gemm`], stopped with [`Error::Interrupted`] at the first piece (a slab of K over a
+/// [`gemm()`], stopped with [`Error::Interrupted`] at the first piece (a slab of K over a
 /// panel of rows: about 2²⁸ operations) after `stop` returns true; C is then partly written.
 pub fn gemm_until(
     problem: &Problem,
