@@ -510,11 +510,10 @@ unsafe fn auto_route<T: Real>(entry: &Entry, call: &Call<T>) -> Route {
     let found = candidates::<T>();
     let (precision, fmas) = (T::PRECISION, call.fmas());
     let class = (precision, crate::model::bucket(fmas));
-    let fixed = || {
+    let known = {
         let fixed = FIXED.lock().unwrap_or_else(|e| e.into_inner());
         fixed.iter().find(|(c, _)| *c == class).map(|(_, r)| *r)
     };
-    let known = fixed();
     for _ in 0..MAX_MEASURES {
         let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
             &found.candidates,

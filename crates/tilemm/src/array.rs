@@ -173,12 +173,11 @@ fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Opened> {
 /// timings, and the last to save would drop what the others timed.
 static TUNING: Mutex<()> = Mutex::new(());
 
-/// The kernels this process has chosen, by key, with whether the class was fully tuned then:
-/// the first choice of a class is final for the process, so that a given product always gets
-/// the same kernel, and so the same bits (a partly tuned class goes on tuning in later
-/// processes, within their budgets, or with `tilemm tune`); and repeated products of a class do
-/// not read the cache file and rank every candidate again.
-static FINAL: Mutex<Vec<(String, bool, TuneReport)>> = Mutex::new(Vec::new());
+/// The kernels this process has chosen, by key: the first choice of a class is final for the
+/// process, so that a given product always gets the same kernel, and so the same bits (a partly
+/// tuned class goes on tuning in later processes, within their budgets, or with `tilemm tune`);
+/// and repeated products of a class do not read the cache file and rank every candidate again.
+static FINAL: Mutex<Vec<(String, TuneReport)>> = Mutex::new(Vec::new());
 
 /// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when this process
 /// has chosen for the class.
@@ -190,8 +189,8 @@ fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<Tun
         let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
         known
             .iter()
-            .find(|(k, _, _)| *k == key)
-            .map(|(_, _, report)| TuneReport {
+            .find(|(k, _)| *k == key)
+            .map(|(_, report)| TuneReport {
                 cache: tune::CacheUse::Hit,
                 timed: Vec::new(),
                 saved: false,
@@ -215,7 +214,7 @@ fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<Tun
     }
     let report = tune::choose(gpu, problem, &options)?;
     let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    known.push((key.clone(), report.complete(), report.clone()));
+    known.push((key.clone(), report.clone()));
     Ok(report)
 }
 
