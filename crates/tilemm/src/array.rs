@@ -50,10 +50,10 @@ use crate::device::DeviceKind;
 use crate::error::{Error, Result};
 use crate::plan::panels::Schedule;
 use crate::plan::Plan;
-use crate::problem::{MatrixDesc, Precision, Problem};
+use crate::problem::{Layout, MatrixDesc, Precision, Problem};
 use crate::runtime::backend::{open_device, Backend, GpuSession};
 use crate::tune::{self, KernelChoice, TuneBudget, TuneOptions, TuneReport};
-use crate::types::element::{Element, HostData};
+use crate::types::element::{Element, HostSlice};
 
 /// C = A·B for two 2-D views of the same element type, as a new row-major array: the front
 /// door, with [`Gemm::new`]'s defaults (the fastest route, the tuner's kernel).
@@ -423,19 +423,21 @@ impl<'s> Gemm<'s> {
                 b.dim().2
             )));
         }
-        let (a_data, a_desc) = staged(a.view(), true, "A")?;
-        let (b_data, b_desc) = staged(b.view(), true, "B")?;
-        let (c0, c_desc) = staged(c.view(), self.beta != 0.0, "C")?;
-        let problem = Problem::general(
-            (m, k, n, batch),
-            a_desc,
-            b_desc,
-            c_desc,
-            (self.alpha, self.beta),
-            precision,
-        )?;
-        let (a_data, b_data) = (a_data.expect("staged"), b_data.expect("staged"));
-        let c0 = c0.filter(|_| problem.reads_c());
+        let dims = (m, k, n, batch);
+        let scalars = (self.alpha, self.beta);
+        // The CPU route reads A and B and writes C where they lie; so does its problem. Built
+        // first: it validates the call before any device opens.
+        let cpu_problem = |a: &Operand<I>, b: &Operand<I>, c: &MatrixDesc| {
+            Problem::general(dims, a.desc, b.desc, *c, scalars, precision)
+        };
+        let (lent_a, lent_b) = (
+            Operand::new(a, Reader::Cpu, "A")?,
+            Operand::new(b, Reader::Cpu, "B")?,
+        );
+        let c_lent = described(&c.view());
+        let c_desc = c_lent.unwrap_or_else(|| dense(&c.view()));
+        let lent_problem = cpu_problem(&lent_a, &lent_b, &c_desc)?;
+        let mut problem = lent_problem;
         let mut resolved = self.resolve()?;
         // The fastest route falls back to the CPU where the GPU cannot compute the precision.
         let auto = matches!(self.target, Target::Auto);
@@ -443,6 +445,18 @@ impl<'s> Gemm<'s> {
             if let Err(e) = gpu.info().types.check(precision, &gpu.info().name) {
                 resolved = Resolved::Cpu(e.to_string());
             }
+        }
+        // On a GPU, A and B are uploaded from where they lie when one of their strides is 1
+        // and they span little more than their elements; C comes back dense.
+        let mut gpu_operands = None;
+        if let Resolved::Gpu(_) = resolved {
+            let (ga, gb) = (
+                Operand::new(a, Reader::Gpu, "A")?,
+                Operand::new(b, Reader::Gpu, "B")?,
+            );
+            problem =
+                Problem::general(dims, ga.desc, gb.desc, dense(&c.view()), scalars, precision)?;
+            gpu_operands = Some((ga, gb));
         }
         // The kernel: named, or the tuner's verified choice (on the fastest route, the CPU when
         // no kernel can run the problem here).
@@ -472,20 +486,75 @@ impl<'s> Gemm<'s> {
         if stop() {
             return Err(Error::Interrupted);
         }
-        let result = match (resolved, plan) {
-            (Resolved::Gpu(gpu), Some(plan)) => {
-                let run = gpu.gemm(&problem, &plan, &a_data, &b_data, c0.as_ref())?;
+        match (resolved, plan, gpu_operands) {
+            (Resolved::Gpu(gpu), Some(plan), Some((ga, gb))) => {
+                let c0 = if problem.reads_c() {
+                    // SAFETY: C₀ is read by the upload, which ends before `put` writes C.
+                    let c0 = unsafe { c.raw_view().deref_into_view() };
+                    Some(Operand::new(c0, Reader::Dense(problem.c), "C")?)
+                } else {
+                    None
+                };
+                let mut put = |result: HostSlice<'_>| {
+                    let result = O::lent(result).expect("C comes back in its own type");
+                    let view = ArrayView3::from_shape(
+                        (batch, m, n).strides(strides_of(&problem.c)),
+                        result,
+                    )
+                    .expect("C's description fits its buffer");
+                    c.assign(&view);
+                    Ok(())
+                };
+                let run = gpu.gemm_lent(
+                    &problem,
+                    &plan,
+                    [ga.lend(), gb.lend()],
+                    c0.as_ref().map(Operand::lend),
+                    &mut put,
+                )?;
                 done.schedule = Some(run.schedule);
                 done.kernel = Some(run.kernel);
-                run.c
             }
-            _ => crate::host::cpu::product_until(&problem, &a_data, &b_data, c0.as_ref(), stop)?,
-        };
-        let result = O::slice(&result).expect("C comes back in its own type");
-        let strides = (c_desc.batch_stride, c_desc.row_stride, c_desc.col_stride);
-        let view = ArrayView3::from_shape((batch, m, n).strides(strides), result)
-            .expect("C's description fits its buffer");
-        c.assign(&view);
+            _ => {
+                let problem = lent_problem;
+                match c_lent {
+                    // SAFETY: the views lend A, B and C (C mutably, so no one else reads or
+                    // writes it meanwhile); the problem describes them from their first
+                    // elements.
+                    Some(_) => unsafe {
+                        crate::host::cpu::gemm_in_place(
+                            &problem,
+                            lent_a.at,
+                            lent_b.at,
+                            c.as_mut_ptr(),
+                            stop,
+                        )?
+                    },
+                    // C's strides go backwards: computed in a dense copy, then put back.
+                    None => {
+                        let mut copy = Operand::new(c.view(), Reader::Dense(c_desc), "C")?
+                            .copy
+                            .expect("a dense copy of C");
+                        // SAFETY: as above, C being the copy.
+                        unsafe {
+                            crate::host::cpu::gemm_in_place(
+                                &problem,
+                                lent_a.at,
+                                lent_b.at,
+                                copy.as_mut_ptr(),
+                                stop,
+                            )?
+                        };
+                        let view = ArrayView3::from_shape(
+                            (batch, m, n).strides(strides_of(&c_desc)),
+                            &copy[..],
+                        )
+                        .expect("C's description fits its buffer");
+                        c.assign(&view);
+                    }
+                }
+            }
+        }
         done.time = start.elapsed();
         log::debug!(
             "tilemm: {m}×{k}×{n} (batch {batch}) {precision} on {}{}",
@@ -514,19 +583,126 @@ pub struct GemmRun {
     pub time: Duration,
 }
 
-/// `view`'s description in one host buffer and, when `data`, the buffer: in memory order for a
-/// view in C or Fortran order (per matrix), else copied densely in the view's orientation. A
-/// buffer this process cannot allocate is an [`Error::OutOfMemory`] naming `what`, never an
-/// abort.
-fn staged<T: Element>(
-    view: ArrayView3<T>,
-    data: bool,
-    what: &str,
-) -> Result<(Option<HostData>, MatrixDesc)> {
+/// Who reads an [`Operand`], and so what it may be.
+#[derive(Clone, Copy)]
+enum Reader {
+    /// The CPU route: any view with non-negative strides, as it is.
+    Cpu,
+    /// An upload: one unit stride, no zero stride within a matrix, and a span of little more
+    /// than the elements (the span is what is copied).
+    Gpu,
+    /// Exactly this dense layout.
+    Dense(MatrixDesc),
+}
+
+/// A matrix (or a batch) as a route reads it: the caller's view where it lies, or a dense copy
+/// when the reader cannot take the view.
+struct Operand<'v, T> {
+    /// The copy, when one was made.
+    copy: Option<Vec<T>>,
+    /// Element (0, 0) of the first matrix.
+    at: *const T,
+    /// Elements from `at` to the last one read, inclusive.
+    span: usize,
+    /// Where the elements are, from `at`.
+    desc: MatrixDesc,
+    view: std::marker::PhantomData<&'v [T]>,
+}
+
+impl<'v, T: Element> Operand<'v, T> {
+    fn new(view: ArrayView3<'v, T>, reader: Reader, what: &str) -> Result<Self> {
+        let batch = view.dim().0;
+        let lent = described(&view).filter(|desc| match reader {
+            Reader::Cpu => true,
+            Reader::Gpu => {
+                let nonzero = (desc.rows <= 1 || desc.row_stride != 0)
+                    && (desc.cols <= 1 || desc.col_stride != 0);
+                let compact = desc
+                    .span(batch)
+                    .is_some_and(|span| span <= 2 * view.len() + 1024);
+                desc.layout() != Layout::Strided && nonzero && compact
+            }
+            Reader::Dense(dense) => same_elements(desc, &dense, batch),
+        });
+        if let Some(desc) = lent {
+            return Ok(Operand {
+                copy: None,
+                at: view.as_ptr(),
+                span: desc.span(batch).expect("a view's span fits in memory"),
+                desc,
+                view: std::marker::PhantomData,
+            });
+        }
+        let desc = match reader {
+            Reader::Dense(desc) => desc,
+            _ => dense(&view),
+        };
+        let len = desc.span(batch).expect("a dense copy's span fits");
+        let mut copy = crate::host::with_capacity(len, what)?;
+        copy.resize(len, T::from_f64(0.0));
+        let mut into =
+            ArrayViewMut3::from_shape(view.dim().strides(strides_of(&desc)), &mut copy[..])
+                .expect("a dense layout fits its buffer");
+        into.assign(&view);
+        Ok(Operand {
+            at: copy.as_ptr(),
+            span: len,
+            desc,
+            copy: Some(copy),
+            view: std::marker::PhantomData,
+        })
+    }
+
+    /// The elements from the first to the last read, gaps between a view's elements included.
+    fn lend(&self) -> HostSlice<'_> {
+        // SAFETY: `at` and `span` cover the view's elements, all of them inside one
+        // allocation (ndarray's views never leave theirs), which the view borrows for 'v; or
+        // the copy this operand owns. The bytes between the elements are only read, copied
+        // with the rest for an upload.
+        T::lend(unsafe { std::slice::from_raw_parts(self.at, self.span) })
+    }
+}
+
+/// `view`'s elements described from its first one, when its strides go forward (zero
+/// included); strides of axes of length 1 are normalised, since no element is reached by them.
+/// A batch of 1 is a broadcast.
+fn described<T>(view: &ArrayView3<T>) -> Option<MatrixDesc> {
+    let (batch, rows, cols) = view.dim();
+    let [sb, sr, sc] = [0, 1, 2].map(|axis| view.strides()[axis]);
+    let (sr, sc) = match (rows <= 1, cols <= 1) {
+        (true, true) => (1, 1),
+        (true, false) => (if sc == 1 { cols as isize } else { 1 }, sc),
+        (false, true) => (sr, if sr == 1 { rows as isize } else { 1 }),
+        (false, false) => (sr, sc),
+    };
+    let sb = if batch <= 1 { 0 } else { sb };
+    if sb < 0 || sr < 0 || sc < 0 {
+        return None;
+    }
+    Some(MatrixDesc {
+        rows,
+        cols,
+        row_stride: sr as usize,
+        col_stride: sc as usize,
+        offset: 0,
+        batch_stride: sb as usize,
+    })
+}
+
+/// Whether `a` and `b` put every element of `batch` matrices at the same place.
+fn same_elements(a: &MatrixDesc, b: &MatrixDesc, batch: usize) -> bool {
+    (a.rows, a.cols, a.offset) == (b.rows, b.cols, b.offset)
+        && (a.rows <= 1 || a.row_stride == b.row_stride)
+        && (a.cols <= 1 || a.col_stride == b.col_stride)
+        && (batch <= 1 || a.batch_stride == b.batch_stride)
+}
+
+/// A dense layout for `view`'s elements: in its memory order where it has one (per matrix),
+/// else along its shorter stride; a batch of 1 is a broadcast.
+fn dense<T>(view: &ArrayView3<T>) -> MatrixDesc {
     let (batch, rows, cols) = view.dim();
     let strides = view.strides();
-    let flipped = view.permuted_axes([0, 2, 1]);
-    // Memory order where the view has one; else its orientation, for a dense copy.
+    let flipped = view.view().permuted_axes([0, 2, 1]);
     let by_cols = if view.is_standard_layout() {
         false
     } else if flipped.is_standard_layout() {
@@ -539,17 +715,14 @@ fn staged<T: Element>(
     } else {
         MatrixDesc::row_major(rows, cols)
     };
-    let desc = if batch == 1 { desc.broadcast() } else { desc };
-    let data = data
-        .then(|| {
-            let ordered = if by_cols { flipped } else { view };
-            let mut elements = crate::host::with_capacity(ordered.len(), what)?;
-            match ordered.as_slice() {
-                Some(slice) => elements.extend_from_slice(slice),
-                None => elements.extend(ordered.iter().copied()),
-            }
-            Ok::<_, Error>(HostData::from(elements))
-        })
-        .transpose()?;
-    Ok((data, desc))
+    if batch == 1 {
+        desc.broadcast()
+    } else {
+        desc
+    }
+}
+
+/// `desc`'s strides as ndarray takes them (batch, row, column).
+fn strides_of(desc: &MatrixDesc) -> (usize, usize, usize) {
+    (desc.batch_stride, desc.row_stride, desc.col_stride)
 }

@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex};
 
 use gemm::Parallelism;
-use half::{bf16, f16};
 
 use crate::error::{Error, Result};
 use crate::host;
@@ -122,18 +121,92 @@ pub fn gemm_until(
     }
     problem.check_operands(a.len(), b.len())?;
     problem.check_output(c.len())?;
-    let mut compute = |parallel: bool| match (a, b, &mut *c) {
-        (HostData::F32(a), HostData::F32(b), HostData::F32(c)) => {
-            native(problem, a, b, c, stop, parallel)
+    // SAFETY: the buffers hold every element of the problem's validated views (checked just
+    // above), and `c` is borrowed mutably, so no one else reads or writes it meanwhile.
+    unsafe {
+        match (a, b, c) {
+            (HostData::F32(a), HostData::F32(b), HostData::F32(c)) => {
+                gemm_in_place(problem, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), stop)
+            }
+            (HostData::F64(a), HostData::F64(b), HostData::F64(c)) => {
+                gemm_in_place(problem, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), stop)
+            }
+            (HostData::F16(a), HostData::F16(b), HostData::F16(c)) => {
+                gemm_in_place(problem, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), stop)
+            }
+            (HostData::F16(a), HostData::F16(b), HostData::F32(c)) => {
+                gemm_in_place(problem, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), stop)
+            }
+            (HostData::BF16(a), HostData::BF16(b), HostData::BF16(c)) => {
+                gemm_in_place(problem, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), stop)
+            }
+            (HostData::BF16(a), HostData::BF16(b), HostData::F32(c)) => {
+                gemm_in_place(problem, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), stop)
+            }
+            _ => unreachable!("types checked against the precision above"),
         }
-        (HostData::F64(a), HostData::F64(b), HostData::F64(c)) => {
-            native(problem, a, b, c, stop, parallel)
+    }
+}
+
+/// The three operands' first elements, handed to the pool's threads.
+#[derive(Clone, Copy)]
+struct Operands<I, O> {
+    a: *const I,
+    b: *const I,
+    c: *mut O,
+}
+
+impl<I, O> Operands<I, O> {
+    /// The pointers (a method, so that a closure captures the whole value, which is Send, not
+    /// its fields).
+    fn get(self) -> (*const I, *const I, *mut O) {
+        (self.a, self.b, self.c)
+    }
+}
+
+// SAFETY: the pointers are read (A, B) and written (C, each entry by one thread) under the
+// contract of gemm_in_place, whose caller keeps them valid until it returns.
+unsafe impl<I, O> Send for Operands<I, O> {}
+unsafe impl<I, O> Sync for Operands<I, O> {}
+
+/// [`gemm_until`] on memory where it lies: A, B and C are the views `problem` describes from
+/// `a`, `b` and `c`, the caller's own arrays (any non-negative strides, zero included for A
+/// and B), read and written in place: no staging, no copy of C (f16 and bf16 are widened, as
+/// [`gemm()`] says).
+///
+/// # Safety
+/// Every element of `problem`'s views of A and B from `a` and `b` is readable, every element of
+/// its view of C from `c` is writable, and until this returns no one else writes them or reads
+/// C. (The problem's validation guarantees that C's entries are distinct.)
+pub unsafe fn gemm_in_place<I: Element, O: Element>(
+    problem: &Problem,
+    a: *const I,
+    b: *const I,
+    c: *mut O,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<()> {
+    let p = problem.precision;
+    if I::DTYPE != p.input.storage() {
+        return Err(wrong_type("A and B", I::DTYPE, p.input.storage()));
+    }
+    if O::DTYPE != p.output {
+        return Err(wrong_type("C", O::DTYPE, p.output));
+    }
+    let at = Operands { a, b, c };
+    let compute = |parallel: bool| {
+        let (a, b, c) = at.get();
+        // SAFETY: the caller's contract; the casts change nothing where the types are equal.
+        unsafe {
+            match (I::DTYPE, O::DTYPE) {
+                (DType::F32, DType::F32) => {
+                    native::<f32>(problem, a.cast(), b.cast(), c.cast(), stop, parallel)
+                }
+                (DType::F64, DType::F64) => {
+                    native::<f64>(problem, a.cast(), b.cast(), c.cast(), stop, parallel)
+                }
+                _ => widened(problem, a, b, c, stop, parallel),
+            }
         }
-        (HostData::F16(a), HostData::F16(b), _) => widened::<f16>(problem, a, b, c, stop, parallel),
-        (HostData::BF16(a), HostData::BF16(b), _) => {
-            widened::<bf16>(problem, a, b, c, stop, parallel)
-        }
-        _ => unreachable!("types checked against the precision above"),
     };
     // A small product runs on the calling thread: handing it to the pool costs more than it
     // (a BLAS program's many small calls). The threads split rows and columns, never K, so
@@ -192,11 +265,14 @@ struct Strided<T> {
 
 /// Per batch entry, panel of rows and slab of K (in order), one call of the crate on the
 /// strided views; blocks the crate would sum in another order go through padded copies.
-fn native<T: Element + gemm_element::GemmElement>(
+///
+/// # Safety
+/// As [`gemm_in_place`].
+unsafe fn native<T: Element + gemm_element::GemmElement>(
     problem: &Problem,
-    a: &[T],
-    b: &[T],
-    c: &mut [T],
+    a: *const T,
+    b: *const T,
+    c: *mut T,
     stop: &(dyn Fn() -> bool + Sync),
     parallel: bool,
 ) -> Result<()> {
@@ -223,23 +299,22 @@ fn native<T: Element + gemm_element::GemmElement>(
                     return Err(Error::Interrupted);
                 }
                 let d = K_SLAB.min(k - k0);
-                // SAFETY: the problem was validated (every index of the three views fits)
-                // and the buffers hold at least a_len, b_len and c_len elements (checked by
-                // the caller), so these blocks' elements are inside them.
+                // SAFETY: these blocks' first elements are elements of the views (the
+                // caller's contract).
                 let (lhs, rhs, dst) = unsafe {
                     (
                         Strided {
-                            at: a.as_ptr().add(da.index(batch, r0, k0)),
+                            at: a.add(da.index(batch, r0, k0)),
                             row: stride(da.row_stride),
                             col: stride(da.col_stride),
                         },
                         Strided {
-                            at: b.as_ptr().add(db.index(batch, k0, 0)),
+                            at: b.add(db.index(batch, k0, 0)),
                             row: stride(db.row_stride),
                             col: stride(db.col_stride),
                         },
                         Strided {
-                            at: c.as_mut_ptr().add(dc.index(batch, r0, 0)).cast_const(),
+                            at: c.add(dc.index(batch, r0, 0)).cast_const(),
                             row: stride(dc.row_stride),
                             col: stride(dc.col_stride),
                         },
@@ -421,39 +496,100 @@ impl Scratch {
     }
 }
 
-/// Half-precision inputs: A, B (and C when read) widened to f32, computed in f32, and C
-/// rounded once to its type.
-fn widened<T: Element>(
+/// Half-precision inputs: A, B (and C when read, unless it is f32) widened into dense f32
+/// copies, computed in f32, and C rounded once to its type; an f32 C is written in place.
+///
+/// # Safety
+/// As [`gemm_in_place`].
+unsafe fn widened<I: Element, O: Element>(
     problem: &Problem,
-    a: &[T],
-    b: &[T],
-    c: &mut HostData,
+    a: *const I,
+    b: *const I,
+    c: *mut O,
     stop: &(dyn Fn() -> bool + Sync),
     parallel: bool,
 ) -> Result<()> {
-    let widen = |v: &[T], what| -> Result<Vec<f32>> {
-        let mut out = host::with_capacity(v.len(), what)?;
-        out.extend(v.iter().map(|x| x.to_f64() as f32));
-        Ok(out)
-    };
-    let (a32, b32) = (widen(a, "A widened to f32")?, widen(b, "B widened to f32")?);
-    let mut c32 = match &*c {
-        HostData::F32(_) => None,
-        other => {
-            let mut v = host::with_capacity(other.len(), "C widened to f32")?;
-            v.extend((0..other.len()).map(|i| other.get(i) as f32));
-            Some(v)
+    let (m, k, n, batch) = (problem.m, problem.k, problem.n, problem.batch);
+    let dense = |view: &MatrixDesc, rows, cols| {
+        let desc = MatrixDesc::row_major(rows, cols);
+        if view.batch_stride == 0 {
+            desc.broadcast()
+        } else {
+            desc
         }
     };
-    match (&mut c32, &mut *c) {
-        (Some(c32), _) => native(problem, &a32, &b32, c32, stop, parallel)?,
-        (None, HostData::F32(c)) => native(problem, &a32, &b32, c, stop, parallel)?,
-        _ => unreachable!(),
+    let (da, db) = (dense(&problem.a, m, k), dense(&problem.b, k, n));
+    // SAFETY: the caller's contract covers the views' elements.
+    let (a32, b32) = unsafe {
+        (
+            gathered_f32(a, &problem.a, batch, &da, "A widened to f32")?,
+            gathered_f32(b, &problem.b, batch, &db, "B widened to f32")?,
+        )
+    };
+    let wide = Problem {
+        a: da,
+        b: db,
+        ..*problem
+    };
+    if O::DTYPE == DType::F32 {
+        // SAFETY: O is f32; the caller's contract covers C.
+        return unsafe { native(&wide, a32.as_ptr(), b32.as_ptr(), c.cast(), stop, parallel) };
     }
-    if let Some(c32) = c32 {
-        *c = host::converted(&HostData::F32(c32), c.dtype(), "C rounded to its type")?;
+    let dc = dense(&problem.c, m, n);
+    // SAFETY: as above.
+    let mut c32 = if problem.reads_c() {
+        unsafe { gathered_f32(c.cast_const(), &problem.c, batch, &dc, "C widened to f32")? }
+    } else {
+        host::zeros(dc.span(batch).expect("a dense C fits"), "C in f32")?
+    };
+    let wide = Problem { c: dc, ..wide };
+    // SAFETY: the three dense buffers hold their descriptions' elements.
+    unsafe {
+        native(
+            &wide,
+            a32.as_ptr(),
+            b32.as_ptr(),
+            c32.as_mut_ptr(),
+            stop,
+            parallel,
+        )?
+    };
+    for e in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                let x = c32[dc.index(e, i, j)];
+                // SAFETY: the caller's contract covers C's elements.
+                unsafe { *c.add(problem.c.index(e, i, j)) = O::from_f64(f64::from(x)) };
+            }
+        }
     }
     Ok(())
+}
+
+/// The elements of `view` (from `at`) widened to f32, laid out as `dense`.
+///
+/// # Safety
+/// Every element of `view`'s `batch` entries from `at` is readable.
+unsafe fn gathered_f32<T: Element>(
+    at: *const T,
+    view: &MatrixDesc,
+    batch: usize,
+    dense: &MatrixDesc,
+    what: &str,
+) -> Result<Vec<f32>> {
+    let entries = if dense.batch_stride == 0 { 1 } else { batch };
+    let len = dense.span(entries).expect("a dense copy fits");
+    let mut out: Vec<f32> = host::zeros(len, what)?;
+    for e in 0..entries {
+        for i in 0..view.rows {
+            for j in 0..view.cols {
+                // SAFETY: (e, i, j) is an element of the view.
+                out[dense.index(e, i, j)] =
+                    unsafe { (*at.add(view.index(e, i, j))).to_f64() } as f32;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The element types the `gemm` crate computes natively.
@@ -525,6 +661,30 @@ mod tests {
         assert_eq!(c.get(0), 4096.0);
     }
 
+    /// [`native`] on whole buffers.
+    fn native_on<T: Element + gemm_element::GemmElement>(
+        p: &Problem,
+        a: &[T],
+        b: &[T],
+        c: &mut [T],
+        parallel: bool,
+    ) {
+        p.check_operands(a.len(), b.len()).unwrap();
+        p.check_output(c.len()).unwrap();
+        // SAFETY: the buffers hold the views' elements (checked above).
+        unsafe {
+            native(
+                p,
+                a.as_ptr(),
+                b.as_ptr(),
+                c.as_mut_ptr(),
+                &|| false,
+                parallel,
+            )
+        }
+        .unwrap();
+    }
+
     /// A product's entries, bit for bit, against the same rows and columns computed inside
     /// products of other shapes, offsets, layouts and thread counts.
     fn reproducible<T: Element + gemm_element::GemmElement>(dtype: DType) {
@@ -549,7 +709,7 @@ mod tests {
             };
             let whole = full(Shape::new(m, k, n)).problem().unwrap();
             let mut want = c0.clone();
-            native(&whole, &a, &b, &mut want, &|| false, true).unwrap();
+            native_on(&whole, &a, &b, &mut want, true);
             // Blocks of rows and columns at other offsets, as their own products; A also
             // column-major (a copy), and with one thread.
             for (rows, cols) in [
@@ -580,7 +740,7 @@ mod tests {
                 let mut shape = full(Shape::new(bm, k, bn));
                 let p = shape.problem().unwrap();
                 let mut got = sub_c.clone();
-                native(&p, &sub_a, &sub_b, &mut got, &|| false, false).unwrap();
+                native_on(&p, &sub_a, &sub_b, &mut got, false);
                 // A transposed in memory (k×bm) and one thread.
                 shape.trans_a = true;
                 let pt = shape.problem().unwrap();
@@ -593,7 +753,7 @@ mod tests {
                     .num_threads(1)
                     .build()
                     .unwrap()
-                    .install(|| native(&pt, &at, &sub_b, &mut got_t, &|| false, true).unwrap());
+                    .install(|| native_on(&pt, &at, &sub_b, &mut got_t, true));
                 // B transposed in memory (bn×k), A as it was: both run along K, the layout of
                 // the crate's dot-product kernel for small blocks.
                 let mut shape_b = full(Shape::new(bm, k, bn));
@@ -604,7 +764,7 @@ mod tests {
                     .map(|(l, j)| sub_b[l * bn + j])
                     .collect();
                 let mut got_b = sub_c.clone();
-                native(&pb, &sub_a, &bt, &mut got_b, &|| false, false).unwrap();
+                native_on(&pb, &sub_a, &bt, &mut got_b, false);
                 // C column-major, as every BLAS call has it.
                 let pc = Problem::general(
                     (bm, k, bn, 1),
@@ -618,7 +778,7 @@ mod tests {
                 let mut got_c: Vec<T> = (0..bm * bn)
                     .map(|q| sub_c[(q % bm) * bn + q / bm])
                     .collect();
-                native(&pc, &sub_a, &sub_b, &mut got_c, &|| false, false).unwrap();
+                native_on(&pc, &sub_a, &sub_b, &mut got_c, false);
                 for (q, (i, j)) in rows
                     .clone()
                     .flat_map(|i| cols.clone().map(move |j| (i, j)))

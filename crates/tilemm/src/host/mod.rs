@@ -297,6 +297,15 @@ pub fn zeros_of(dtype: DType, len: usize, what: &str) -> Result<HostData> {
 }
 
 /// A copy of `data`, or an error naming `what` when the allocation fails.
+pub fn copy_of_slice(data: crate::types::element::HostSlice<'_>, what: &str) -> Result<HostData> {
+    crate::with_slice!(data, v => {
+        let mut out = with_capacity(v.len(), what)?;
+        out.extend_from_slice(v);
+        Ok(HostData::from(out))
+    })
+}
+
+/// A copy of `data`, or [`Error::OutOfMemory`] naming `what`.
 pub fn copy_of(data: &HostData, what: &str) -> Result<HostData> {
     let mut copy = zeros_of(data.dtype(), data.len(), what)?;
     crate::with_data!(&mut copy, v => {

@@ -12,7 +12,7 @@ use crate::host;
 use crate::host::format_bytes;
 use crate::plan::{device_bytes, Launches, Plan};
 use crate::problem::{Layout, MatrixDesc, Problem};
-use crate::types::element::{Element, HostData};
+use crate::types::element::{Element, HostData, HostSlice};
 
 /// How a product is cut into blocks: the sizes of one block along M, K, N and the batch (the
 /// last block along each may be smaller), and how many blocks there are along each.
@@ -295,7 +295,7 @@ impl Schedule {
 /// The elements of `view` (over `src`) in `block`'s rows and columns of `view`, as laid out
 /// by `dense` (a dense desc of the block, broadcast when `view` is).
 pub(crate) fn gather(
-    src: &HostData,
+    src: HostSlice<'_>,
     view: &MatrixDesc,
     (batch, rows, cols): (Range<usize>, Range<usize>, Range<usize>),
     dense: &MatrixDesc,
@@ -329,7 +329,7 @@ pub(crate) fn gather(
         );
         Ok(HostData::from(out))
     }
-    crate::with_data!(src, v => typed(v, view, (batch, rows, cols), dense, what))
+    crate::with_slice!(src, v => typed(v, view, (batch, rows, cols), dense, what))
 }
 
 /// Writes the dense `block` (laid out as `dense`) into `view` of `dst` at the block's rows
@@ -565,7 +565,7 @@ mod tests {
         };
         let src = HostData::from_f64(DType::F32, (0..40).map(f64::from));
         let dense = MatrixDesc::col_major(3, 2);
-        let got = gather(&src, &view, (0..1, 1..4, 2..4), &dense, "test").unwrap();
+        let got = gather(src.lend(), &view, (0..1, 1..4, 2..4), &dense, "test").unwrap();
         for i in 0..3 {
             for j in 0..2 {
                 assert_eq!(

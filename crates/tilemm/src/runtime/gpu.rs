@@ -17,7 +17,7 @@ use crate::kernels::{self, args::Args};
 use crate::plan::panels::{self, Block, Schedule};
 use crate::plan::{Launches, Plan};
 use crate::problem::{DType, Layout, MatrixDesc, Problem};
-use crate::types::element::HostData;
+use crate::types::element::{HostData, HostSlice};
 
 /// An open device on one CubeCL runtime (wgpu, CUDA, ...).
 pub struct Session<R: Runtime> {
@@ -25,7 +25,13 @@ pub struct Session<R: Runtime> {
     info: DeviceInfo,
     /// The process that opened it: a child forked later cannot use it.
     opened_by: u32,
+    /// The backend's own upload, where it has one with fewer copies than CubeCL's.
+    direct: Option<DirectUpload<R>>,
 }
+
+/// Copies bytes into a new device buffer, or says it cannot (`None`: CubeCL's path then runs).
+pub(crate) type DirectUpload<R> =
+    Box<dyn Fn(&ComputeClient<R>, &[u8]) -> Option<Handle> + Send + Sync>;
 
 /// How a matrix's elements are held on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +107,40 @@ pub struct GpuRun {
     /// How it ran: panels, launches, and how often C was rounded (for
     /// [`Reference::check_passes`](crate::verify::Reference::check_passes)).
     pub schedule: Schedule,
+}
+
+/// Where a GPU product's time went, its result delivered elsewhere.
+#[derive(Clone, Debug)]
+pub(crate) struct Phases {
+    pub(crate) upload: Duration,
+    pub(crate) launch: Duration,
+    pub(crate) kernel: Duration,
+    pub(crate) download: Duration,
+    pub(crate) schedule: Schedule,
+}
+
+impl Phases {
+    /// The run, with its result.
+    fn with(self, c: HostData) -> GpuRun {
+        GpuRun {
+            c,
+            upload: self.upload,
+            launch: self.launch,
+            kernel: self.kernel,
+            download: self.download,
+            schedule: self.schedule,
+        }
+    }
+}
+
+/// `bytes` as elements of `dtype` (a device buffer's bytes are aligned for any element).
+fn lent_bytes(bytes: &[u8], dtype: DType) -> HostSlice<'_> {
+    match dtype {
+        DType::F16 => HostSlice::F16(bytemuck::cast_slice(bytes)),
+        DType::BF16 => HostSlice::BF16(bytemuck::cast_slice(bytes)),
+        DType::F32 | DType::TF32 => HostSlice::F32(bytemuck::cast_slice(bytes)),
+        DType::F64 => HostSlice::F64(bytemuck::cast_slice(bytes)),
+    }
 }
 
 impl GpuRun {
@@ -185,7 +225,25 @@ impl<R: Runtime> Session<R> {
             client,
             info,
             opened_by: std::process::id(),
+            direct: None,
         }
+    }
+
+    /// The session, uploading through `direct` where it can.
+    pub(crate) fn with_direct_upload(self, direct: DirectUpload<R>) -> Self {
+        Session {
+            direct: Some(direct),
+            ..self
+        }
+    }
+
+    /// A new device buffer holding `bytes`: the backend's direct upload where it has one,
+    /// else CubeCL's (which copies the bytes twice on the host before its own upload).
+    fn create(&self, bytes: &[u8]) -> Handle {
+        self.direct
+            .as_ref()
+            .and_then(|direct| direct(&self.client, bytes))
+            .unwrap_or_else(|| self.client.create_from_slice(bytes))
     }
 
     /// The session with its device's limits lowered to `limits` (never raised): to leave room
@@ -226,18 +284,23 @@ impl<R: Runtime> Session<R> {
     /// Copies `data` to the device, as the kernels read inputs: bf16 packed two to a word where
     /// the device has no bf16 type (the bytes as they are, padded to a whole word).
     pub fn upload(&self, data: &HostData) -> Result<DeviceMatrix> {
+        self.upload_lent(data.lend())
+    }
+
+    /// [`Session::upload`] from memory where it lies (the caller's own array).
+    pub(crate) fn upload_lent(&self, data: HostSlice<'_>) -> Result<DeviceMatrix> {
         self.check_process()?;
         let dtype = data.dtype();
         let len = data.len();
         if dtype == DType::BF16 && !self.info.types.bf16 {
             let bytes = data.as_bytes();
             let handle = if bytes.len().is_multiple_of(4) {
-                self.client.create_from_slice(bytes)
+                self.create(bytes)
             } else {
                 let mut padded = host::with_capacity(bytes.len() + 2, "bf16 A or B padded")?;
                 padded.extend_from_slice(bytes);
                 padded.extend_from_slice(&[0, 0]);
-                self.client.create_from_slice(&padded)
+                self.create(&padded)
             };
             return Ok(DeviceMatrix {
                 handle,
@@ -248,7 +311,7 @@ impl<R: Runtime> Session<R> {
             });
         }
         Ok(DeviceMatrix {
-            handle: self.client.create_from_slice(data.as_bytes()),
+            handle: self.create(data.as_bytes()),
             len,
             words: len,
             dtype,
@@ -260,6 +323,15 @@ impl<R: Runtime> Session<R> {
     /// what entries a kernel fails to write keep, e.g. NaN for a check), else uninitialised.
     /// bf16 is held as f32 where the device has no bf16 type.
     pub fn output(&self, problem: &Problem, c0: Option<&HostData>) -> Result<DeviceMatrix> {
+        self.output_lent(problem, c0.map(HostData::lend))
+    }
+
+    /// [`Session::output`] with C₀ where it lies.
+    pub(crate) fn output_lent(
+        &self,
+        problem: &Problem,
+        c0: Option<HostSlice<'_>>,
+    ) -> Result<DeviceMatrix> {
         let dtype = problem.precision.output;
         let len = problem.c_len();
         let widened = kernels::stored_output(problem.precision, !self.info.types.bf16) != dtype;
@@ -280,9 +352,9 @@ impl<R: Runtime> Session<R> {
                 if widened {
                     let mut wide = host::with_capacity(c0.len(), "C widened to f32")?;
                     wide.extend((0..c0.len()).map(|i| c0.get(i) as f32));
-                    self.client.create_from_slice(f32::as_bytes(&wide))
+                    self.create(f32::as_bytes(&wide))
                 } else {
-                    self.client.create_from_slice(c0.as_bytes())
+                    self.create(c0.as_bytes())
                 }
             }
             _ => self.client.empty(len * size),
@@ -454,29 +526,38 @@ impl<R: Runtime> Session<R> {
 
     /// C's buffer, back on the host (bf16 held as f32 rounded to bf16 on the way).
     pub fn download(&self, c: &DeviceMatrix) -> Result<HostData> {
+        let mut out = None;
+        self.download_with(c, &mut |data| {
+            out = Some(host::copy_of_slice(data, "C from the device")?);
+            Ok(())
+        })?;
+        Ok(out.expect("download_with delivers once"))
+    }
+
+    /// C's buffer as the device hands it back, lent to `deliver` (no copy of our own, except
+    /// bf16 held as f32, rounded to bf16 on the way).
+    pub(crate) fn download_with(
+        &self,
+        c: &DeviceMatrix,
+        deliver: &mut dyn FnMut(HostSlice<'_>) -> Result<()>,
+    ) -> Result<()> {
         self.check_process()?;
         let bytes = self
             .client
             .read_one(c.handle.clone())
             .map_err(|e| self.error(e.to_string()))?;
-        let what = "C from the device";
-        let data = match (c.stored, c.dtype) {
+        match (c.stored, c.dtype) {
             (Stored::WidenedF32, _) => {
                 let wide = f32::from_bytes(&bytes);
-                let mut out = host::with_capacity(c.len, what)?;
+                let mut out = host::with_capacity(c.len, "C from the device")?;
                 out.extend(wide[..c.len].iter().map(|&x| half::bf16::from_f32(x)));
-                HostData::BF16(out)
+                deliver(HostSlice::BF16(&out))
             }
             (_, dtype) => {
-                let mut data = host::zeros_of(dtype, c.len, what)?;
-                let size = c.len * dtype.size_bytes();
-                crate::with_data!(&mut data, v => {
-                    bytemuck::cast_slice_mut(v.as_mut_slice()).copy_from_slice(&bytes[..size])
-                });
-                data
+                let bytes = &bytes[..c.len * dtype.size_bytes()];
+                deliver(lent_bytes(bytes, dtype))
             }
-        };
-        Ok(data)
+        }
     }
 
     /// The device memory CubeCL holds for this session: bytes in live buffers, and bytes
@@ -616,17 +697,42 @@ impl<R: Runtime> Session<R> {
         b: &HostData,
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
+        let mut c = None;
+        let phases = self.gemm_lent(
+            schedule,
+            a.lend(),
+            b.lend(),
+            c0.map(HostData::lend),
+            &mut |done| {
+                c = Some(host::copy_of_slice(done, "C from the device")?);
+                Ok(())
+            },
+        )?;
+        Ok(phases.with(c.expect("gemm_lent delivers C")))
+    }
+
+    /// [`Session::gemm_scheduled`] on operands where they lie (the caller's arrays, as
+    /// `schedule`'s problem describes them), C lent to `deliver` as it comes back (described
+    /// by the problem's C), for the caller to put where it belongs.
+    pub(crate) fn gemm_lent(
+        &self,
+        schedule: &Schedule,
+        a: HostSlice<'_>,
+        b: HostSlice<'_>,
+        c0: Option<HostSlice<'_>>,
+        deliver: &mut dyn FnMut(HostSlice<'_>) -> Result<()>,
+    ) -> Result<Phases> {
         self.check_process()?;
         let (problem, plan) = (&schedule.problem, &schedule.plan);
         problem.check_operands(a.len(), b.len())?;
         if !schedule.panels.is_whole() {
-            return self.gemm_in_panels(schedule, plan, a, b, c0);
+            return self.gemm_in_panels(schedule, plan, a, b, c0, deliver);
         }
 
         let start = Instant::now();
-        let a = self.upload(a)?;
-        let b = self.upload(b)?;
-        let c = self.output(problem, c0)?;
+        let a = self.upload_lent(a)?;
+        let b = self.upload_lent(b)?;
+        let c = self.output_lent(problem, c0)?;
         check_resident(problem, [&a, &b, &c])?;
         self.sync()?;
         let upload = start.elapsed();
@@ -641,10 +747,9 @@ impl<R: Runtime> Session<R> {
         let launch = start.elapsed();
 
         let start = Instant::now();
-        let c = self.download(&c)?;
+        self.download_with(&c, deliver)?;
         let download = start.elapsed();
-        Ok(GpuRun {
-            c,
+        Ok(Phases {
             upload,
             launch,
             kernel,
@@ -660,10 +765,11 @@ impl<R: Runtime> Session<R> {
         &self,
         schedule: &Schedule,
         plan: &Plan,
-        a: &HostData,
-        b: &HostData,
-        c0: Option<&HostData>,
-    ) -> Result<GpuRun> {
+        a: HostSlice<'_>,
+        b: HostSlice<'_>,
+        c0: Option<HostSlice<'_>>,
+        deliver: &mut dyn FnMut(HostSlice<'_>) -> Result<()>,
+    ) -> Result<Phases> {
         let panels = &schedule.panels;
         let (a, b) = if schedule.swapped { (b, a) } else { (a, b) };
         let output = schedule.canonical.precision.output;
@@ -680,7 +786,7 @@ impl<R: Runtime> Session<R> {
                         c0.dtype()
                     )));
                 }
-                host::converted(c0, held, "C, assembled from panels")?
+                host::converted(&c0.to_owned(), held, "C, assembled from panels")?
             }
             _ => host::zeros_of(held, problem.c_len(), "C, assembled from panels")?,
         };
@@ -704,7 +810,13 @@ impl<R: Runtime> Session<R> {
             if first {
                 let c0 = if sub.reads_c() {
                     let at = (batch.clone(), rows.clone(), cols.clone());
-                    Some(panels::gather(&c, &problem.c, at, &sub.c, "a block of C")?)
+                    Some(panels::gather(
+                        c.lend(),
+                        &problem.c,
+                        at,
+                        &sub.c,
+                        "a block of C",
+                    )?)
                 } else {
                     None
                 };
@@ -749,8 +861,8 @@ impl<R: Runtime> Session<R> {
             c = host::converted(&c, output, "C, rounded to its type")?;
             download += start.elapsed();
         }
-        Ok(GpuRun {
-            c,
+        deliver(c.lend())?;
+        Ok(Phases {
             upload,
             launch,
             kernel,

@@ -19,6 +19,10 @@ pub trait Element:
     fn wrap(data: Vec<Self>) -> HostData;
     /// The slice, if `data` holds this type.
     fn slice(data: &HostData) -> Option<&[Self]>;
+    /// `data`, lent with its type known at run time.
+    fn lend(data: &[Self]) -> HostSlice<'_>;
+    /// The slice, if `data` holds this type.
+    fn lent<'a>(data: HostSlice<'a>) -> Option<&'a [Self]>;
 }
 
 macro_rules! element {
@@ -37,6 +41,15 @@ macro_rules! element {
             fn slice(data: &HostData) -> Option<&[Self]> {
                 match data {
                     HostData::$dtype(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn lend(data: &[Self]) -> HostSlice<'_> {
+                HostSlice::$dtype(data)
+            }
+            fn lent<'a>(data: HostSlice<'a>) -> Option<&'a [Self]> {
+                match data {
+                    HostSlice::$dtype(v) => Some(v),
                     _ => None,
                 }
             }
@@ -73,6 +86,20 @@ macro_rules! with_data {
             $crate::types::element::HostData::BF16($v) => $body,
             $crate::types::element::HostData::F32($v) => $body,
             $crate::types::element::HostData::F64($v) => $body,
+        }
+    };
+}
+
+/// [`with_data!`] for a [`HostSlice`].
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_slice {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            $crate::types::element::HostSlice::F16($v) => $body,
+            $crate::types::element::HostSlice::BF16($v) => $body,
+            $crate::types::element::HostSlice::F32($v) => $body,
+            $crate::types::element::HostSlice::F64($v) => $body,
         }
     };
 }
@@ -124,6 +151,80 @@ impl HostData {
             DType::F32 | DType::TF32 => collect::<f32>(values),
             DType::F64 => collect::<f64>(values),
         }
+    }
+}
+
+/// Host elements of any type, borrowed: the caller's own memory (the front door's operands,
+/// read where they lie) or a [`HostData`]'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HostSlice<'a> {
+    /// binary16.
+    F16(&'a [f16]),
+    /// bfloat16.
+    BF16(&'a [bf16]),
+    /// binary32.
+    F32(&'a [f32]),
+    /// binary64.
+    F64(&'a [f64]),
+}
+
+impl<'a> HostSlice<'a> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            HostSlice::F16(_) => DType::F16,
+            HostSlice::BF16(_) => DType::BF16,
+            HostSlice::F32(_) => DType::F32,
+            HostSlice::F64(_) => DType::F64,
+        }
+    }
+
+    /// Elements.
+    pub fn len(&self) -> usize {
+        with_slice!(self, v => v.len())
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` as f64.
+    pub fn get(&self, i: usize) -> f64 {
+        with_slice!(self, v => v[i].to_f64())
+    }
+
+    /// The raw bytes, native byte order.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        match *self {
+            HostSlice::F16(v) => bytemuck::cast_slice(v),
+            HostSlice::BF16(v) => bytemuck::cast_slice(v),
+            HostSlice::F32(v) => bytemuck::cast_slice(v),
+            HostSlice::F64(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    /// The typed slice, if it holds `T`.
+    pub fn as_slice<T: Element>(&self) -> Option<&'a [T]> {
+        T::lent(*self)
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> HostData {
+        with_slice!(*self, v => HostData::from(v.to_vec()))
+    }
+}
+
+impl HostData {
+    /// The elements, borrowed.
+    pub fn lend(&self) -> HostSlice<'_> {
+        with_data!(self, v => Element::lend(v.as_slice()))
+    }
+}
+
+impl<'a> From<&'a HostData> for HostSlice<'a> {
+    fn from(data: &'a HostData) -> Self {
+        data.lend()
     }
 }
 

@@ -16,8 +16,8 @@ use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
 use crate::plan::{Launches, Plan};
 use crate::problem::Problem;
-use crate::runtime::gpu::{DeviceMatrix, GpuRun, Session};
-use crate::types::element::HostData;
+use crate::runtime::gpu::{DeviceMatrix, GpuRun, Phases, Session};
+use crate::types::element::{HostData, HostSlice};
 
 #[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "hip")))]
 compile_error!("tilemm needs at least one GPU backend: enable the `wgpu`, `cuda` or `hip` feature");
@@ -222,6 +222,26 @@ impl GpuSession {
         c0: Option<&HostData>,
     ) -> Result<GpuRun> {
         let run = self.guarded(|| with_session!(self, s => s.gemm_scheduled(schedule, a, b, c0)));
+        crate::runtime::cache::keep_new_kernels();
+        run
+    }
+
+    /// [`GpuSession::gemm`] on operands where they lie, C lent to `deliver` as it comes back;
+    /// see [`Session::gemm_lent`].
+    pub(crate) fn gemm_lent(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        [a, b]: [HostSlice<'_>; 2],
+        c0: Option<HostSlice<'_>>,
+        deliver: &mut dyn FnMut(HostSlice<'_>) -> Result<()>,
+    ) -> Result<Phases> {
+        let run = self.guarded(|| {
+            with_session!(self, s => {
+                let schedule = s.schedule(problem, plan)?;
+                s.gemm_lent(&schedule, a, b, c0, deliver)
+            })
+        });
         crate::runtime::cache::keep_new_kernels();
         run
     }

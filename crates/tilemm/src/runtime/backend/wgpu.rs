@@ -247,6 +247,7 @@ pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
     })?;
     let info = describe_with_limits(index, &adapter, &device.limits());
     let backend = adapter.get_info().backend;
+    let writer = queue.clone();
     let setup = WgpuSetup {
         instance,
         adapter,
@@ -255,7 +256,39 @@ pub fn open(index: Option<usize>) -> Result<Session<WgpuRuntime>> {
         backend,
     };
     let device = init_device(setup, runtime_options()?);
-    Ok(Session::new(WgpuRuntime::client(&device), info, false))
+    Ok(
+        Session::new(WgpuRuntime::client(&device), info, false).with_direct_upload(Box::new(
+            move |client, bytes| direct_upload(&writer, client, bytes),
+        )),
+    )
+}
+
+/// `bytes` in a new buffer, written by wgpu's `write_buffer` into the buffer CubeCL allocated:
+/// one copy, into wgpu's staging memory (CubeCL's own upload copies the bytes twice on the
+/// host first). CubeCL's work so far is submitted first (a flush), so that the write, which
+/// wgpu runs at the next submission, comes after any use of the memory it reuses. Sizes that
+/// are not a multiple of 4 bytes (wgpu's copy alignment) are left to CubeCL.
+fn direct_upload(
+    queue: &wgpu::Queue,
+    client: &ComputeClient<WgpuRuntime>,
+    bytes: &[u8],
+) -> Option<cubecl::server::Handle> {
+    if bytes.is_empty()
+        || !bytes
+            .len()
+            .is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT as usize)
+    {
+        return None;
+    }
+    let handle = client.empty(bytes.len());
+    client.flush().ok()?;
+    let resource = client.get_resource(handle.clone()).ok()?;
+    let buffer = resource.resource();
+    if buffer.size < bytes.len() as u64 {
+        return None;
+    }
+    queue.write_buffer(&buffer.buffer, buffer.offset, bytes);
+    Some(handle)
 }
 
 /// The index of the adapter to use by default: the first of the most preferred kind.
