@@ -1,9 +1,12 @@
 //! gemm and faer on the same row-major f32 matrices, in one run: the measurement behind the
-//! choice of tilemm's CPU path. `cargo bench -p cpu-gemm-compare`.
+//! choice of tilemm's CPU path; and tilemm's CPU route (the front door, `Backend::Cpu`) on the
+//! same data, which calls gemm in fixed slabs of K on the caller's arrays and must stay within
+//! 1.1x of it. `cargo bench -p cpu-gemm-compare`.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
+use ndarray::{ArrayView2, ArrayViewMut2};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -55,6 +58,15 @@ fn compare(criterion: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("faer-0.24", n), &n, |bench, &n| {
             bench.iter(|| faer_crate(n, black_box(&a), black_box(&b), &mut c))
+        });
+        group.bench_with_input(BenchmarkId::new("tilemm-cpu-route", n), &n, |bench, &n| {
+            let route = tilemm::Gemm::new().device(tilemm::Backend::Cpu, None);
+            let a = ArrayView2::from_shape((n, n), &a).unwrap();
+            let b = ArrayView2::from_shape((n, n), &b).unwrap();
+            bench.iter(|| {
+                let c = ArrayViewMut2::from_shape((n, n), &mut c[..]).unwrap();
+                route.write(black_box(a), black_box(b), c).unwrap()
+            })
         });
     }
     group.finish();

@@ -68,6 +68,26 @@ pub fn matmul<T: Element>(a: ArrayView2<T>, b: ArrayView2<T>) -> Result<Array2<T
     Gemm::new().product(a, b)
 }
 
+/// Registers host arrays with the device the default route computes on, for the guard's life:
+/// the seed's `roc.register(A, B, C)`. Products on registered memory copy it by DMA at the
+/// link's speed (CUDA, HIP); on wgpu and the CPU route nothing is registered, and
+/// [`Registration::why_not`](crate::Registration::why_not) says why. See [`Gemm::register`].
+///
+/// ```
+/// let a = ndarray::Array2::<f32>::ones((64, 64));
+/// let b = ndarray::Array2::<f32>::ones((64, 64));
+/// let mut c = ndarray::Array2::<f32>::zeros((64, 64));
+/// let bytes = |x: &ndarray::Array2<f32>| bytemuck::cast_slice::<f32, u8>(x.as_slice().unwrap());
+/// let pinned = tilemm::register(&[bytes(&a), bytes(&b), bytes(&c)])?;
+/// println!("registered: {} ({:?})", pinned.is_registered(), pinned.why_not());
+/// tilemm::Gemm::new().write(a.view(), b.view(), c.view_mut())?;
+/// drop(pinned);
+/// # Ok::<(), tilemm::Error>(())
+/// ```
+pub fn register(arrays: &[&[u8]]) -> Result<crate::runtime::register::Registration> {
+    Gemm::new().register(arrays)
+}
+
 /// Where a product is computed.
 #[derive(Clone, Copy)]
 enum Target<'s> {
@@ -301,6 +321,22 @@ impl<'s> Gemm<'s> {
         Gemm { beta, ..self }
     }
 
+    /// Registers host arrays (their bytes: `bytemuck::cast_slice` of A's, B's and C's
+    /// elements) with the device this route computes on, for the guard's life: page-locked
+    /// and mapped for its DMA engines (`cuMemHostRegister`, `hipHostRegister`), so that
+    /// products on them upload and download at the link's speed. On wgpu and the CPU route
+    /// nothing is registered (the CPU reads host memory where it lies; wgpu has no such
+    /// thing), and the guard says why. The guard does not borrow the arrays: keep them alive
+    /// while it lives.
+    pub fn register(&self, arrays: &[&[u8]]) -> Result<crate::runtime::register::Registration> {
+        match self.resolve()? {
+            Resolved::Cpu(why) => Ok(crate::runtime::register::Registration::none(format!(
+                "the CPU route reads host memory where it lies ({why})"
+            ))),
+            Resolved::Gpu(gpu) => gpu.register(arrays),
+        }
+    }
+
     /// The route products take, opening the device if this process has not yet.
     pub fn route(&self) -> Result<Route> {
         Ok(self.resolve()?.route())
@@ -393,7 +429,7 @@ impl<'s> Gemm<'s> {
 
     /// [`write_batched`](Gemm::write_batched), stopped with [`Error::Interrupted`] once `stop`
     /// returns true: on the CPU route between pieces of the product (a slab of K over a panel
-    /// of rows, about 2²⁸ operations), on a GPU before its product starts (a launch, once
+    /// of rows, about 2³¹ operations), on a GPU before its product starts (a launch, once
     /// started, runs to its end). `c` is then left as it was.
     pub fn write_batched_until<I: Element, O: Element>(
         &self,

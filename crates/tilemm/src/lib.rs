@@ -53,12 +53,13 @@ pub mod tune;
 pub mod types;
 pub mod verify;
 
-pub use array::{matmul, Gemm, GemmRun, Route};
+pub use array::{matmul, register, Gemm, GemmRun, Route};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
 pub use error::{one_line, panic_message, Error, Result, Unavailable};
 pub use kernels::{Config, Kernel};
 pub use plan::Plan;
 pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};
 pub use runtime::backend::{Backend, GpuSession};
+pub use runtime::register::Registration;
 pub use tune::KernelChoice;
-pub use types::element::{Element, HostData};
+pub use types::element::{Element, HostData, HostSlice};

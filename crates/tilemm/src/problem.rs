@@ -460,6 +460,23 @@ impl Problem {
         self.beta != 0.0
     }
 
+    /// The bytes a product from host memory copies to the device: A's and B's buffers, and
+    /// C's when β ≠ 0.
+    pub fn upload_bytes(&self) -> u64 {
+        let input = self.precision.input.storage().size_bytes() as u64;
+        let c = if self.reads_c() {
+            self.c_len() as u64 * self.precision.output.size_bytes() as u64
+        } else {
+            0
+        };
+        (self.a_len() + self.b_len()) as u64 * input + c
+    }
+
+    /// The bytes of C's buffer, which comes back to the host.
+    pub fn download_bytes(&self) -> u64 {
+        self.c_len() as u64 * self.precision.output.size_bytes() as u64
+    }
+
     /// Checks that buffers of `a` and `b` elements hold this problem's A and B.
     pub fn check_operands(&self, a: usize, b: usize) -> Result<()> {
         for (what, got, expected) in [("A", a, self.a_len()), ("B", b, self.b_len())] {

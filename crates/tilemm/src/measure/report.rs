@@ -79,6 +79,45 @@ pub struct SecondRun {
     pub total: Duration,
     /// GFLOPS end to end.
     pub total_gflops: f64,
+    /// A and B (and C when β ≠ 0) to the device.
+    pub upload: Transfer,
+    /// C back to the host.
+    pub download: Transfer,
+}
+
+/// Bytes moved between the host and the device, and how fast.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Transfer {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// The time, host copies included.
+    #[serde(rename = "time_ms", serialize_with = "ms")]
+    pub time: Duration,
+    /// Bytes per nanosecond (10⁹ bytes per second).
+    pub gb_per_s: f64,
+}
+
+impl Transfer {
+    /// `bytes` moved in `time`.
+    pub fn new(bytes: u64, time: Duration) -> Self {
+        Transfer {
+            bytes,
+            time,
+            gb_per_s: bytes as f64 / time.as_secs_f64().max(1e-12) / 1e9,
+        }
+    }
+}
+
+impl fmt::Display for Transfer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} in {} ({:.2} GB/s)",
+            format_bytes(self.bytes),
+            msf(self.time),
+            self.gb_per_s
+        )
+    }
 }
 
 /// The CPU crate's product.
@@ -288,6 +327,11 @@ impl fmt::Display for Report {
                 r.kernel_gflops,
                 msf(r.total),
                 r.total_gflops
+            )?;
+            writeln!(
+                f,
+                "            upload {}; download {}",
+                r.upload, r.download
             )?;
         }
         writeln!(

@@ -8,7 +8,9 @@ use crate::error::Result;
 use crate::host::cpu;
 use crate::host::{self, Bytes};
 use crate::io::inputs::{Operands, Source};
-use crate::measure::report::{CpuTimes, FirstRun, HostMemory, KernelReport, Report, SecondRun};
+use crate::measure::report::{
+    CpuTimes, FirstRun, HostMemory, KernelReport, Report, SecondRun, Transfer,
+};
 use crate::plan::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::Problem;
@@ -263,6 +265,8 @@ impl Runner {
                     kernel_gflops: gflops(problem, second.kernel),
                     total: second.total(),
                     total_gflops: gflops(problem, second.total()),
+                    upload: Transfer::new(problem.upload_bytes(), second.upload),
+                    download: Transfer::new(problem.download_bytes(), second.download),
                 };
                 (Some(first), Some(second_run), second.c, passes)
             }

@@ -17,6 +17,7 @@ use crate::kernels::{self, args::Args};
 use crate::plan::panels::{self, Block, Schedule};
 use crate::plan::{Launches, Plan};
 use crate::problem::{DType, Layout, MatrixDesc, Problem};
+use crate::runtime::transfer;
 use crate::types::element::{HostData, HostSlice};
 
 /// An open device on one CubeCL runtime (wgpu, CUDA, ...).
@@ -790,72 +791,31 @@ impl<R: Runtime> Session<R> {
             }
             _ => host::zeros_of(held, problem.c_len(), "C, assembled from panels")?,
         };
-        let (mut upload, mut launch, mut kernel, mut download) = (
-            Duration::ZERO,
-            Duration::ZERO,
-            Duration::ZERO,
-            Duration::ZERO,
-        );
-        let mut c_block = None;
-        for block in panels.blocks(problem) {
-            let Block {
-                rows,
-                depth,
-                cols,
-                batch,
-            } = &block;
-            let first = depth.start == 0;
-            let sub = panels.block_problem(problem, &block, first)?;
-            let start = Instant::now();
-            if first {
-                let c0 = if sub.reads_c() {
-                    let at = (batch.clone(), rows.clone(), cols.clone());
-                    Some(panels::gather(
-                        c.lend(),
-                        &problem.c,
-                        at,
-                        &sub.c,
-                        "a block of C",
-                    )?)
-                } else {
-                    None
-                };
-                c_block = Some(self.output(&sub, c0.as_ref())?);
-            }
-            let c_dev = c_block.as_ref().expect("the first slab made C's block");
-            let a_at = (batch.clone(), rows.clone(), depth.clone());
-            let b_at = (batch.clone(), depth.clone(), cols.clone());
-            let a_dev = self.upload(&panels::gather(
-                a,
-                &problem.a,
-                a_at,
-                &sub.a,
-                "a block of A",
-            )?)?;
-            let b_dev = self.upload(&panels::gather(
-                b,
-                &problem.b,
-                b_at,
-                &sub.b,
-                "a block of B",
-            )?)?;
-            self.sync()?;
-            upload += start.elapsed();
-
-            let start = Instant::now();
-            kernel +=
-                self.profile(|| self.enqueue(&sub, plan, &a_dev, &b_dev, c_dev).map(|_| ()))?;
-            self.sync()?;
-            launch += start.elapsed();
-
-            if depth.end == problem.k {
-                let start = Instant::now();
-                let done = self.download(c_dev)?;
-                let at = (batch.clone(), rows.clone(), cols.clone());
-                panels::scatter(&mut c, &problem.c, at, &done, &sub.c);
-                download += start.elapsed();
-            }
-        }
+        // The blocks go through the transfer schedule, two at a time: block i + 1 is gathered
+        // and uploaded while block i computes (no wait between them; C's block comes back
+        // when its last slab of K is done).
+        let start = Instant::now();
+        let mut engine = PanelEngine {
+            session: self,
+            plan,
+            problem,
+            panels,
+            blocks: panels.blocks(problem).collect(),
+            operands: [a, b],
+            c: &mut c,
+            staged: vec![None, None],
+            resident: vec![None, None],
+            c_block: None,
+            upload: Duration::ZERO,
+            download: Duration::ZERO,
+        };
+        let pieces = engine.blocks.len();
+        transfer::run(&mut engine, pieces, PANEL_SLOTS)?;
+        let (upload, mut download) = (engine.upload, engine.download);
+        let launch = start.elapsed().saturating_sub(upload + download);
+        // The device's own time is not taken block by block (that would wait for each): the
+        // kernels' share of the pipeline is what the host saw.
+        let kernel = launch;
         if held != output {
             let start = Instant::now();
             c = host::converted(&c, output, "C, rounded to its type")?;
@@ -882,6 +842,110 @@ impl<R: Runtime> Session<R> {
             device: self.info.name.clone(),
             reason: one_line(&reason),
         }
+    }
+}
+
+/// Blocks of a product in panels in flight at once: one computing while the next is gathered
+/// and uploaded.
+const PANEL_SLOTS: usize = 2;
+
+/// A product in panels as the transfer schedule drives it ([`transfer::Engine`]): a piece is
+/// a block (a slab of K over a panel of C), staged by gathering its blocks of A and B from the
+/// caller's memory, uploaded, and computed into C's block on the device, which comes back
+/// into C after its last slab.
+///
+/// CubeCL 0.10 exposes neither its stream nor events, so the events here are already fired:
+/// its upload has copied the staged bytes before it returns (the staging slot is free at
+/// once), and its launches run in stream order after the uploads they read (a device slot's
+/// buffers are dropped, and their memory reused, in that order too).
+struct PanelEngine<'s, 'h, R: Runtime> {
+    session: &'s Session<R>,
+    plan: &'s Plan,
+    problem: &'s Problem,
+    panels: &'s panels::Panels,
+    blocks: Vec<Block>,
+    operands: [HostSlice<'h>; 2],
+    /// C, assembled on the host.
+    c: &'s mut HostData,
+    /// Per slot, the gathered blocks of A and B with their block problem.
+    staged: Vec<Option<(Problem, HostData, HostData)>>,
+    /// Per slot, the uploaded blocks.
+    resident: Vec<Option<(Problem, DeviceMatrix, DeviceMatrix)>>,
+    /// C's block on the device, from its first slab to its last.
+    c_block: Option<DeviceMatrix>,
+    upload: Duration,
+    download: Duration,
+}
+
+impl<R: Runtime> transfer::Engine for PanelEngine<'_, '_, R> {
+    type Event = ();
+    type Error = Error;
+
+    fn stage(&mut self, piece: usize, slot: usize) -> Result<()> {
+        let start = Instant::now();
+        let block = &self.blocks[piece];
+        let sub = self
+            .panels
+            .block_problem(self.problem, block, block.depth.start == 0)?;
+        let [a, b] = self.operands;
+        let a_at = (block.batch.clone(), block.rows.clone(), block.depth.clone());
+        let b_at = (block.batch.clone(), block.depth.clone(), block.cols.clone());
+        let a = panels::gather(a, &self.problem.a, a_at, &sub.a, "a block of A")?;
+        let b = panels::gather(b, &self.problem.b, b_at, &sub.b, "a block of B")?;
+        self.staged[slot] = Some((sub, a, b));
+        self.upload += start.elapsed();
+        Ok(())
+    }
+
+    fn upload(&mut self, _piece: usize, slot: usize) -> Result<()> {
+        let start = Instant::now();
+        let (sub, a, b) = self.staged[slot].take().expect("staged before its upload");
+        let a = self.session.upload(&a)?;
+        let b = self.session.upload(&b)?;
+        self.resident[slot] = Some((sub, a, b));
+        self.upload += start.elapsed();
+        Ok(())
+    }
+
+    fn compute(&mut self, piece: usize, slot: usize, _uploaded: &()) -> Result<()> {
+        let block = &self.blocks[piece];
+        let (sub, a, b) = self.resident[slot]
+            .as_ref()
+            .expect("uploaded before its compute");
+        let at = (block.batch.clone(), block.rows.clone(), block.cols.clone());
+        if block.depth.start == 0 {
+            let start = Instant::now();
+            let c0 = if sub.reads_c() {
+                let c = self.c.lend();
+                Some(panels::gather(
+                    c,
+                    &self.problem.c,
+                    at.clone(),
+                    &sub.c,
+                    "a block of C",
+                )?)
+            } else {
+                None
+            };
+            self.c_block = Some(self.session.output(sub, c0.as_ref())?);
+            self.upload += start.elapsed();
+        }
+        let c_dev = self
+            .c_block
+            .as_ref()
+            .expect("the first slab made C's block");
+        self.session.enqueue(sub, self.plan, a, b, c_dev)?;
+        if block.depth.end == self.problem.k {
+            let start = Instant::now();
+            let done = self.session.download(c_dev)?;
+            panels::scatter(self.c, &self.problem.c, at, &done, &sub.c);
+            self.download += start.elapsed();
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, _event: &()) -> Result<()> {
+        Ok(())
     }
 }
 

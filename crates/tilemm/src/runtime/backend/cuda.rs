@@ -117,5 +117,65 @@ pub fn open(index: Option<usize>) -> Result<Session<CudaRuntime>> {
     }
     let info = describe(index)?;
     let client = CudaRuntime::client(&CudaDevice::new(index));
-    Ok(Session::new(client, info, true))
+    let session = Session::new(client, info, true);
+    // The primary context, which CubeCL's runtime uses too, for tilemm's own copies.
+    match cudarc::driver::CudaContext::new(index) {
+        Ok(context) => Ok(session.with_direct_upload(Box::new(move |client, bytes| {
+            direct_upload(&context, client, bytes)
+        }))),
+        Err(_) => Ok(session),
+    }
+}
+
+/// `bytes` in a new device buffer, copied by `cuMemcpyHtoD` straight from where they lie: a
+/// DMA at the link's speed from registered memory ([`register`]), the driver's staged copy
+/// from pageable memory, where CubeCL's own upload first copies the bytes twice on the host.
+/// CubeCL's work is waited for first (the buffer may reuse memory a pending kernel reads),
+/// and the context after (a copy from pageable memory may return before its DMA ends, and
+/// CubeCL's stream is not ordered after it). `None` on any failure: CubeCL's path then runs.
+fn direct_upload(
+    context: &std::sync::Arc<cudarc::driver::CudaContext>,
+    client: &ComputeClient<CudaRuntime>,
+    bytes: &[u8],
+) -> Option<cubecl::server::Handle> {
+    let handle = client.empty(bytes.len());
+    cubecl::future::block_on(client.sync()).ok()?;
+    let resource = client.get_resource(handle.clone()).ok()?;
+    let device = resource.resource();
+    if device.size < bytes.len() as u64 {
+        return None;
+    }
+    context.bind_to_thread().ok()?;
+    // SAFETY: the device buffer holds at least bytes.len() bytes (checked), and nothing else
+    // uses it until the copy ends (the context is synchronised before it is handed out).
+    unsafe {
+        result::memcpy_htod_sync(device.ptr, bytes).ok()?;
+    }
+    result::ctx::synchronize().ok()?;
+    Some(handle)
+}
+
+/// Registers `arrays` with CUDA device `index` (`cuMemHostRegister`, portable: every context
+/// sees them); memory registered already is left as it is.
+pub(crate) fn register(
+    index: usize,
+    arrays: &[&[u8]],
+) -> Result<crate::runtime::register::Registration> {
+    use crate::runtime::register::{Registration, Unregister};
+    let fail = |e: String| Error::Device {
+        device: format!("CUDA device {index}"),
+        reason: format!("cannot register host memory: {e}"),
+    };
+    let context = cudarc::driver::CudaContext::new(index).map_err(|e| fail(e.to_string()))?;
+    context.bind_to_thread().map_err(|e| fail(e.to_string()))?;
+    Registration::each(arrays, Unregister::Cuda, |at, len| {
+        // SAFETY: `at` points at `len` bytes borrowed for the guard's life.
+        let status =
+            unsafe { sys::cuMemHostRegister_v2(at, len, sys::CU_MEMHOSTREGISTER_PORTABLE) };
+        match status {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => Ok(false),
+            other => Err(fail(format!("{other:?}"))),
+        }
+    })
 }

@@ -110,3 +110,32 @@ pub fn list() -> Vec<DeviceInfo> {
         .filter_map(|i| open(Some(i)).ok().map(|s| s.info().clone()))
         .collect()
 }
+
+/// Registers `arrays` with HIP device `index` (`hipHostRegister`); memory registered already
+/// is left as it is.
+pub(crate) fn register(
+    index: usize,
+    arrays: &[&[u8]],
+) -> Result<crate::runtime::register::Registration> {
+    use crate::runtime::register::{Registration, Unregister};
+    let fail = |e: String| Error::Device {
+        device: format!("HIP device {index}"),
+        reason: format!("cannot register host memory: {e}"),
+    };
+    // SAFETY: selects the device for this thread's HIP calls.
+    let status = unsafe { hip::hipSetDevice(index as i32) };
+    if status != hip::hipError_t_hipSuccess {
+        return Err(fail(format!("hipSetDevice: error {status}")));
+    }
+    Registration::each(arrays, Unregister::Hip, |at, len| {
+        // SAFETY: `at` points at `len` bytes borrowed for the guard's life.
+        let status = unsafe { hip::hipHostRegister(at, len, hip::hipHostRegisterPortable) };
+        if status == hip::hipError_t_hipSuccess {
+            Ok(true)
+        } else if status == hip::hipError_t_hipErrorHostMemoryAlreadyRegistered {
+            Ok(false)
+        } else {
+            Err(fail(format!("hipHostRegister: error {status}")))
+        }
+    })
+}

@@ -314,6 +314,35 @@ impl GpuSession {
         guarded(|| self.info().name.clone(), work)
     }
 
+    /// Registers host arrays with this device for the guard's life (page-locked and mapped
+    /// for its DMA engines; see [`crate::runtime::register`]). wgpu registers nothing, and the
+    /// guard says why.
+    pub fn register(&self, arrays: &[&[u8]]) -> Result<crate::runtime::register::Registration> {
+        use crate::runtime::register::Registration;
+        match self {
+            #[cfg(feature = "wgpu")]
+            GpuSession::Wgpu(s) => {
+                s.check_process()?;
+                let _ = arrays;
+                Ok(Registration::none(
+                    "wgpu has no host memory registration: it uploads through mapped staging \
+                     buffers of its own"
+                        .into(),
+                ))
+            }
+            #[cfg(feature = "cuda")]
+            GpuSession::Cuda(s) => {
+                s.check_process()?;
+                self.guarded(|| cuda::register(s.info().index, arrays))
+            }
+            #[cfg(feature = "hip")]
+            GpuSession::Hip(s) => {
+                s.check_process()?;
+                self.guarded(|| hip::register(s.info().index, arrays))
+            }
+        }
+    }
+
     /// Waits until the device is idle.
     pub fn sync(&self) -> Result<()> {
         self.guarded(|| with_session!(self, s => s.sync()))
