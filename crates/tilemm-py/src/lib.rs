@@ -248,6 +248,58 @@ fn route(py: Python<'_>, backend: Option<&str>, index: Option<usize>) -> PyResul
         .map_err(|e| to_py(py, e))
 }
 
+/// Host memory registered with a device (`tilemm.register`'s guard): released by `release`
+/// (the context manager's exit) or when collected.
+#[pyclass(name = "Registration", module = "tilemm._tilemm")]
+struct Registration {
+    guard: std::sync::Mutex<Option<tilemm::Registration>>,
+    #[pyo3(get)]
+    registered: bool,
+    #[pyo3(get)]
+    why_not: Option<String>,
+    #[pyo3(get)]
+    bytes: u64,
+}
+
+#[pymethods]
+impl Registration {
+    /// Unregisters the memory (again: nothing).
+    fn release(&self) {
+        self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// Registers the host memory spans `(address, bytes)` with the device of this setting (the
+/// arrays' byte bounds, which the package computes and keeps alive while registered).
+#[pyfunction]
+#[pyo3(signature = (spans, backend, index))]
+fn register(
+    py: Python<'_>,
+    spans: Vec<(usize, usize)>,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<Registration> {
+    let gemm = configured(py, 1.0, 0.0, "auto", backend, index)?;
+    let guard = py
+        .detach(|| {
+            // SAFETY: each span is the byte range of a numpy array the caller holds (and
+            // keeps for the registration's life); the bytes are not read here, only handed
+            // to the driver.
+            let arrays: Vec<&[u8]> = spans
+                .iter()
+                .map(|&(at, len)| unsafe { std::slice::from_raw_parts(at as *const u8, len) })
+                .collect();
+            gemm.register(&arrays)
+        })
+        .map_err(|e| to_py(py, e))?;
+    Ok(Registration {
+        registered: guard.is_registered(),
+        why_not: guard.why_not().map(str::to_owned),
+        bytes: guard.bytes(),
+        guard: std::sync::Mutex::new(Some(guard)),
+    })
+}
+
 /// The GPU devices of every backend built, as JSON (a list of `tilemm devices --json`'s
 /// device entries, each with its backend).
 #[pyfunction]
@@ -319,6 +371,8 @@ fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(route, m)?)?;
+    m.add_function(wrap_pyfunction!(register, m)?)?;
+    m.add_class::<Registration>()?;
     m.add_function(wrap_pyfunction!(devices_json, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     Ok(())

@@ -330,9 +330,10 @@ impl<'s> Gemm<'s> {
     /// while it lives.
     pub fn register(&self, arrays: &[&[u8]]) -> Result<crate::runtime::register::Registration> {
         match self.resolve()? {
-            Resolved::Cpu(why) => Ok(crate::runtime::register::Registration::none(format!(
-                "the CPU route reads host memory where it lies ({why})"
-            ))),
+            Resolved::Cpu(why) => Ok(crate::runtime::register::Registration::none(
+                arrays,
+                format!("the CPU route reads host memory where it lies ({why})"),
+            )),
             Resolved::Gpu(gpu) => gpu.register(arrays),
         }
     }

@@ -22,6 +22,7 @@ __version__ = _tilemm.__version__
 
 __all__ = [
     "matmul",
+    "register",
     "run",
     "RunReport",
     "devices",
@@ -392,6 +393,59 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     if c is not result:
         result[...] = c
     return _returned(result, out)
+
+class register:
+    """``with tilemm.register(a, b, c):`` registers numpy arrays with the device products run
+    on, as the seed's ``roc.register(A, B, C)`` and numba's ``cuda.pinned`` do: the driver
+    page-locks them and maps them for its DMA engines, so products on them upload and
+    download at the link's speed rather than through the driver's staging copies. CUDA and HIP
+    register (``cuMemHostRegister``, ``hipHostRegister``); on wgpu and the CPU route nothing
+    is registered, and ``why_not`` says why. The arrays are unregistered when the ``with``
+    block ends (or by ``close()``), and kept alive until then. ``device`` is as for
+    :func:`matmul`.
+    """
+
+    def __init__(self, *arrays, device=None):
+        for x in arrays:
+            if not isinstance(x, np.ndarray):
+                raise TypeError(
+                    f"tilemm.register takes numpy arrays (their memory is registered), not "
+                    f"{type(x).__name__}"
+                )
+        self.arrays = arrays
+        device = _device(device)
+        spans = [_byte_span(x) for x in arrays if x.size]
+        self._guard = _tilemm.register(spans, device.backend, device.index)
+        #: Whether the arrays are registered with a device.
+        self.registered = self._guard.registered
+        #: Why nothing was registered (wgpu, the CPU route), or None.
+        self.why_not = self._guard.why_not
+        #: The bytes covered.
+        self.bytes = self._guard.bytes
+
+    def close(self):
+        """Unregisters the arrays (again: nothing)."""
+        self._guard.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = "registered" if self.registered else f"not registered: {self.why_not}"
+        return f"tilemm.register({len(self.arrays)} arrays, {self.bytes} bytes, {state})"
+
+
+def _byte_span(x):
+    """(address, bytes) from the lowest to the highest byte of `x`'s elements."""
+    start = x.__array_interface__["data"][0]
+    low = start + sum((n - 1) * s for n, s in zip(x.shape, x.strides) if s < 0)
+    high = start + sum((n - 1) * s for n, s in zip(x.shape, x.strides) if s > 0) + x.itemsize
+    return (low, high - low)
+
 
 class _Fields:
     """A JSON object's fields as attributes."""

@@ -36,12 +36,12 @@ pub(crate) enum Unregister {
 }
 
 impl Registration {
-    /// A guard that registered nothing, and why.
-    pub(crate) fn none(why: String) -> Self {
+    /// A guard over `arrays` that registered nothing, and why.
+    pub(crate) fn none(arrays: &[&[u8]], why: String) -> Self {
         Registration {
             regions: Vec::new(),
             unregistered: Some(why),
-            bytes: 0,
+            bytes: arrays.iter().map(|a| a.len() as u64).sum(),
         }
     }
 

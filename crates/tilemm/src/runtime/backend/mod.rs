@@ -323,8 +323,8 @@ impl GpuSession {
             #[cfg(feature = "wgpu")]
             GpuSession::Wgpu(s) => {
                 s.check_process()?;
-                let _ = arrays;
                 Ok(Registration::none(
+                    arrays,
                     "wgpu has no host memory registration: it uploads through mapped staging \
                      buffers of its own"
                         .into(),
