@@ -232,6 +232,13 @@ pub(crate) struct BenchArgs {
     /// cuBLAS or rocBLAS on CUDA or HIP, are always measured.
     #[arg(long)]
     pub(crate) peers: bool,
+    /// Measure products from host memory, end to end, instead of kernels on resident
+    /// matrices: each timed run uploads A and B, computes and downloads C into a host array,
+    /// as the front door, Python and the BLAS do (the CPU path reads host memory anyway). On
+    /// CUDA and HIP, tilemm's choice is also measured on registered memory, and cuBLAS with
+    /// its copies from pageable and registered memory. cubek-matmul's peers are left out.
+    #[arg(long)]
+    pub(crate) from_host: bool,
     /// Write a plot of GFLOPS against size, one line per implementation, to STEM.svg and
     /// STEM.png.
     #[arg(long, value_name = "STEM")]

@@ -63,6 +63,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
                 ..args.tune.options(TuneBudget::Full)
             },
             peers: args.peers,
+            from_host: args.from_host,
             peak: args.peak,
             repeat: usize::from(args.repeat),
         },

@@ -7,13 +7,14 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::host::cpu;
+use crate::host::{self, cpu};
 use crate::io::inputs::Operands;
 use crate::plan::Plan;
 use crate::problem::Problem;
 use crate::runtime::backend::GpuSession;
 use crate::runtime::gpu::DeviceMatrix;
 use crate::runtime::timing::Samples;
+use crate::types::element::HostData;
 use crate::verify::{Reference, ReferencePlan};
 
 /// One problem's operands and reference, measured by every implementation in turn.
@@ -136,6 +137,68 @@ pub fn gpu_kernel(
         gpu.enqueue_scheduled(&schedule, a, b, c)
             .map(|launches| launches.k_slabs as usize)
     })
+}
+
+/// Times `plan`'s products from host memory, end to end, `repeat` times after one warm-up run
+/// whose result is verified: each run uploads A and B (and C when β ≠ 0) from `work`'s host
+/// buffers, computes and downloads C into a host array, as the front door does
+/// ([`GpuSession::gemm_lent`]), on the host clock. With `registered`, the buffers are
+/// registered with the device first ([`GpuSession::register`]).
+pub fn gpu_from_host(
+    gpu: &GpuSession,
+    work: &Workload,
+    plan: &Plan,
+    repeat: usize,
+    registered: bool,
+) -> Result<Measurement> {
+    let Workload {
+        problem,
+        operands: Operands { a, b, c0 },
+        reference,
+    } = work;
+    let c = host::zeros_of(problem.precision.output, problem.c_len(), "C on the host")?;
+    let _pinned = if registered {
+        Some(gpu.register(&[a.as_bytes(), b.as_bytes(), c.as_bytes()])?)
+    } else {
+        None
+    };
+    let product = |c: &mut HostData| {
+        gpu.gemm_lent(
+            problem,
+            plan,
+            [a.lend(), b.lend()],
+            c0.as_ref().map(HostData::lend),
+            &mut |done| {
+                crate::with_data!(&mut *c, v => {
+                    let done = crate::types::element::Element::lent(done)
+                        .expect("C comes back in its own type");
+                    v.copy_from_slice(done);
+                });
+                Ok(())
+            },
+        )
+        .map(|_| ())
+    };
+    let name = format!(
+        "{plan}, from host ({})",
+        if registered { "registered" } else { "pageable" }
+    );
+    let cell = std::cell::RefCell::new(c);
+    measured(
+        name,
+        problem,
+        "host clock",
+        repeat,
+        || {
+            product(&mut cell.borrow_mut())?;
+            Ok(reference.check(&cell.borrow())?.pass)
+        },
+        || {
+            let start = Instant::now();
+            product(&mut cell.borrow_mut())?;
+            Ok(start.elapsed().as_secs_f64() * 1e3)
+        },
+    )
 }
 
 /// Times the CPU path `repeat` times after one warm-up run.

@@ -12,6 +12,7 @@ use crate::io::inputs;
 use crate::measure::bench::{self, Measurement, Workload};
 use crate::measure::peers::{self, CubekStrategy};
 use crate::measure::run::plan_host_memory;
+use crate::measure::vendor_blas::HostCopies;
 use crate::plan::check;
 use crate::plan::Plan;
 use crate::problem::{Precision, Problem};
@@ -36,6 +37,9 @@ pub struct SweepRequest {
     pub tune: TuneOptions,
     /// Whether cubek-matmul's strategies are measured (the `peers` feature).
     pub peers: bool,
+    /// Whether GPU rows are products from host memory, end to end
+    /// ([`bench::gpu_from_host`]), rather than kernels on resident matrices.
+    pub from_host: bool,
     /// The peak "% peak" divides by, in GFLOPS; `None`: the device's datasheet figure.
     pub peak: Option<f64>,
     /// Timed runs per implementation and size.
@@ -53,6 +57,7 @@ pub struct Sweep<'g> {
     tune: TuneOptions,
     peers: Vec<CubekStrategy>,
     vendor: bool,
+    from_host: bool,
     peak: Option<Peak>,
     repeat: usize,
     notes: Vec<String>,
@@ -131,6 +136,7 @@ impl<'g> Sweep<'g> {
             auto,
             tune,
             peers,
+            from_host,
             peak,
             repeat,
         } = request;
@@ -151,7 +157,14 @@ impl<'g> Sweep<'g> {
                 feature: "peers",
             });
         }
-        let peers = if peers && gpu.is_some() {
+        if peers && from_host {
+            notes.push(
+                "--from-host: cubek-matmul's peers are measured on resident matrices only, so \
+                 not here"
+                    .into(),
+            );
+        }
+        let peers = if peers && gpu.is_some() && !from_host {
             CubekStrategy::ALL.to_vec()
         } else {
             if peers {
@@ -162,7 +175,10 @@ impl<'g> Sweep<'g> {
         // cuBLAS is measured in every precision, rocBLAS in f32 only (wgpu has no vendor BLAS).
         let vendor =
             gpu.is_some_and(|g| g.backend() == Backend::Cuda || precision == Precision::F32);
-        if gpu.is_some_and(|g| g.backend() == Backend::Hip) && !vendor {
+        let vendor = vendor && !(from_host && gpu.is_some_and(|g| g.backend() == Backend::Hip));
+        if from_host && gpu.is_some_and(|g| g.backend() == Backend::Hip) {
+            notes.push("--from-host: rocBLAS is measured on resident matrices only".into());
+        } else if gpu.is_some_and(|g| g.backend() == Backend::Hip) && !vendor {
             notes.push(format!(
                 "rocBLAS is measured in f32 only, so not in {}",
                 precision.input
@@ -197,7 +213,13 @@ impl<'g> Sweep<'g> {
         }
         // Every impossible size is refused before anything is measured; every implementation
         // is checked against one reference per size.
-        let per_size = plans.len() + usize::from(auto) + peers.len() + 1 + usize::from(vendor);
+        let registers = from_host && gpu.is_some_and(|g| g.backend() != Backend::Wgpu);
+        let per_size = plans.len()
+            + usize::from(auto)
+            + peers.len()
+            + 1
+            + usize::from(vendor) * if registers { 2 } else { 1 }
+            + usize::from(registers && (auto || !plans.is_empty()));
         let mut references = Vec::new();
         for problem in &problems {
             if let Some(info) = info {
@@ -217,10 +239,16 @@ impl<'g> Sweep<'g> {
             tune,
             peers,
             vendor,
+            from_host,
             peak,
             repeat,
             notes,
         })
+    }
+
+    /// Whether this sweep also measures registered host memory (from host, CUDA or HIP).
+    fn registers(&self) -> bool {
+        self.from_host && self.gpu.is_some_and(|g| g.backend() != Backend::Wgpu)
     }
 
     /// What the user should know before anything is measured.
@@ -236,11 +264,13 @@ impl<'g> Sweep<'g> {
     /// How many implementations are measured, over all sizes.
     pub fn steps(&self) -> usize {
         let per_size = if self.gpu.is_some() {
+            let registers = self.registers();
             self.plans.len()
                 + usize::from(self.auto)
                 + self.peers.len()
                 + 1
-                + usize::from(self.vendor)
+                + usize::from(self.vendor) * if registers { 2 } else { 1 }
+                + usize::from(registers && (self.auto || !self.plans.is_empty()))
         } else {
             1
         };
@@ -253,6 +283,7 @@ impl<'g> Sweep<'g> {
         self,
         mut on: impl FnMut(Event<'_>) -> std::result::Result<(), E>,
     ) -> std::result::Result<BenchReport, E> {
+        let registers = self.registers();
         let Sweep {
             gpu,
             precision,
@@ -263,10 +294,20 @@ impl<'g> Sweep<'g> {
             tune,
             peers,
             vendor,
+            from_host,
             peak,
             repeat,
             mut notes,
         } = self;
+        // One implementation measured as the sweep asks: its kernel on resident matrices, or
+        // its products from host memory (pageable, or registered).
+        let measure = |gpu: &GpuSession, work: &Workload, plan: &Plan, registered: bool| {
+            if from_host {
+                bench::gpu_from_host(gpu, work, plan, repeat, registered)
+            } else {
+                bench::gpu_kernel(gpu, work, plan, repeat)
+            }
+        };
         let mut measurements = Vec::new();
         let mut tunings = Vec::new();
         for (problem, reference) in problems.iter().zip(references) {
@@ -284,9 +325,14 @@ impl<'g> Sweep<'g> {
                         problem,
                         report: &tuning,
                     })?;
-                    let mut row = bench::gpu_kernel(gpu, &work, &tuning.chosen, repeat)?;
+                    let mut row = measure(gpu, &work, &tuning.chosen, false)?;
                     row.implementation = format!("auto → {}", row.implementation);
                     rows.push(row);
+                    if registers {
+                        let mut row = measure(gpu, &work, &tuning.chosen, true)?;
+                        row.implementation = format!("auto → {}", row.implementation);
+                        rows.push(row);
+                    }
                     tunings.push(SizedTuning {
                         m: problem.m(),
                         k: problem.k(),
@@ -294,12 +340,16 @@ impl<'g> Sweep<'g> {
                         tuning,
                     });
                 }
-                for plan in &plans {
+                for (i, plan) in plans.iter().enumerate() {
                     on(Event::Start {
                         problem,
                         what: &plan.to_string(),
                     })?;
-                    rows.push(bench::gpu_kernel(gpu, &work, plan, repeat)?);
+                    rows.push(measure(gpu, &work, plan, false)?);
+                    // Without auto, the first plan stands for tilemm on registered memory.
+                    if registers && !auto && i == 0 {
+                        rows.push(measure(gpu, &work, plan, true)?);
+                    }
                 }
                 for &strategy in &peers {
                     on(Event::Start {
@@ -327,18 +377,25 @@ impl<'g> Sweep<'g> {
                         problem,
                         what: "vendor BLAS",
                     })?;
-                    match vendor_baseline(gpu, &work, repeat) {
-                        Some(Ok(baseline)) => rows.push(baseline),
-                        Some(Err(err)) => {
-                            let note = format!(
-                                "vendor baseline skipped at {}: {}",
-                                size_name(problem),
-                                one_line(&err.to_string())
-                            );
-                            on(Event::Note(&note))?;
-                            notes.push(note);
+                    let copies = match (from_host, registers) {
+                        (false, _) => vec![HostCopies::Resident],
+                        (true, false) => vec![HostCopies::Pageable],
+                        (true, true) => vec![HostCopies::Pageable, HostCopies::Registered],
+                    };
+                    for copies in copies {
+                        match vendor_baseline(gpu, &work, repeat, copies) {
+                            Some(Ok(baseline)) => rows.push(baseline),
+                            Some(Err(err)) => {
+                                let note = format!(
+                                    "vendor baseline skipped at {}: {}",
+                                    size_name(problem),
+                                    one_line(&err.to_string())
+                                );
+                                on(Event::Note(&note))?;
+                                notes.push(note);
+                            }
+                            None => {}
                         }
-                        None => {}
                     }
                 }
             }
@@ -378,6 +435,7 @@ fn vendor_baseline(
     gpu: &GpuSession,
     work: &Workload,
     repeat: usize,
+    copies: HostCopies,
 ) -> Option<Result<Measurement>> {
     match gpu.backend() {
         #[cfg(feature = "cuda")]
@@ -385,6 +443,7 @@ fn vendor_baseline(
             gpu.info().index,
             work,
             repeat,
+            copies,
         )),
         #[cfg(feature = "hip")]
         Backend::Hip => Some(crate::measure::vendor_blas::rocblas_sgemm(
@@ -393,7 +452,7 @@ fn vendor_baseline(
             repeat,
         )),
         _ => {
-            let _ = (work, repeat);
+            let _ = (work, repeat, copies);
             None
         }
     }

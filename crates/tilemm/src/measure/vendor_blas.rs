@@ -35,35 +35,81 @@ fn dense<'a, T: crate::types::element::Element>(
     }
 }
 
+/// Where a baseline's operands start and its result ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostCopies {
+    /// On the device: the kernel alone is timed.
+    Resident,
+    /// In pageable host memory: each timed run copies A and B up and C down (`cudaMemcpy`).
+    Pageable,
+    /// In host memory registered with the device (`cuMemHostRegister`): the same copies, by DMA.
+    Registered,
+}
+
+impl HostCopies {
+    /// The row name's suffix.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            HostCopies::Resident => "",
+            HostCopies::Pageable => ", from host (pageable)",
+            HostCopies::Registered => ", from host (registered)",
+        }
+    }
+}
+
 /// cuBLAS on CUDA device `index` in `work`'s precision: SGEMM, DGEMM, GemmEx with f16 or
 /// bf16 inputs and output and f32 computation (tilemm's half precisions), and GemmEx on f32
-/// data with `CUBLAS_COMPUTE_32F_FAST_TF32` for tf32 (its tensor cores; never for f32).
+/// data with `CUBLAS_COMPUTE_32F_FAST_TF32` for tf32 (its tensor cores; never for f32); with
+/// `copies`, from host memory.
 #[cfg(feature = "cuda")]
-pub fn cublas_gemm(index: usize, work: &Workload, repeat: usize) -> Result<Measurement> {
+pub fn cublas_gemm(
+    index: usize,
+    work: &Workload,
+    repeat: usize,
+    copies: HostCopies,
+) -> Result<Measurement> {
     use crate::problem::DType;
+    let named = |name: &str| format!("{name}{}", copies.suffix());
     match work.problem.precision.input {
-        DType::F32 => cublas::<f32>(index, work, repeat, "cuBLAS sgemm", DType::F32),
+        DType::F32 => cublas::<f32>(
+            index,
+            work,
+            repeat,
+            &named("cuBLAS sgemm"),
+            DType::F32,
+            copies,
+        ),
         DType::TF32 => cublas::<f32>(
             index,
             work,
             repeat,
-            "cuBLAS gemmEx f32, tf32 compute",
+            &named("cuBLAS gemmEx f32, tf32 compute"),
             DType::TF32,
+            copies,
         ),
-        DType::F64 => cublas::<f64>(index, work, repeat, "cuBLAS dgemm", DType::F64),
+        DType::F64 => cublas::<f64>(
+            index,
+            work,
+            repeat,
+            &named("cuBLAS dgemm"),
+            DType::F64,
+            copies,
+        ),
         DType::F16 => cublas::<half::f16>(
             index,
             work,
             repeat,
-            "cuBLAS gemmEx f16, f32 compute",
+            &named("cuBLAS gemmEx f16, f32 compute"),
             DType::F16,
+            copies,
         ),
         DType::BF16 => cublas::<half::bf16>(
             index,
             work,
             repeat,
-            "cuBLAS gemmEx bf16, f32 compute",
+            &named("cuBLAS gemmEx bf16, f32 compute"),
             DType::BF16,
+            copies,
         ),
     }
 }
@@ -79,6 +125,7 @@ fn cublas<T>(
     repeat: usize,
     name: &str,
     dtype: crate::problem::DType,
+    copies: HostCopies,
 ) -> Result<Measurement>
 where
     T: crate::types::element::Element
@@ -162,13 +209,59 @@ where
         .clone_dtoh(&c_dev)
         .map_err(|e| error("download", &e))?;
     let verified = reference.check(&T::wrap(c))?.pass;
+    if copies == HostCopies::Resident {
+        return measured(
+            name.into(),
+            problem,
+            "device events",
+            repeat,
+            || Ok(verified),
+            || run(&mut c_dev),
+        );
+    }
+    // From host memory: A and B up, the product, C down into a host array, on the host clock.
+    let mut a_dev = a_dev;
+    let mut b_dev = b_dev;
+    let mut c_host = vec![T::from_f64(0.0); m * n];
+    let _pinned = if copies == HostCopies::Registered {
+        let spans = [
+            bytemuck::cast_slice::<T, u8>(a),
+            bytemuck::cast_slice::<T, u8>(b),
+            bytemuck::cast_slice::<T, u8>(&c_host),
+        ];
+        Some(crate::runtime::backend::cuda::register(index, &spans)?)
+    } else {
+        None
+    };
+    let mut from_host = || -> Result<f64> {
+        let start = std::time::Instant::now();
+        stream
+            .memcpy_htod(a, &mut a_dev)
+            .map_err(|e| error("upload", &e))?;
+        stream
+            .memcpy_htod(b, &mut b_dev)
+            .map_err(|e| error("upload", &e))?;
+        if dtype == crate::problem::DType::TF32 {
+            // SAFETY: as in `run`.
+            unsafe { tf32_gemm(&blas, &config, &b_dev, &a_dev, &mut c_dev) }
+        } else {
+            // SAFETY: as in `run`.
+            unsafe { blas.gemm(config, &b_dev, &a_dev, &mut c_dev) }
+        }
+        .map_err(|e| error(name, &e))?;
+        stream
+            .memcpy_dtoh(&c_dev, c_host.as_mut_slice())
+            .map_err(|e| error("download", &e))?;
+        stream.synchronize().map_err(|e| error("sync", &e))?;
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
     measured(
         name.into(),
         problem,
-        "device events",
+        "host clock",
         repeat,
         || Ok(verified),
-        || run(&mut c_dev),
+        &mut from_host,
     )
 }
 
