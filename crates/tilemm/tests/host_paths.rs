@@ -244,3 +244,40 @@ fn batches_broadcast_and_strided_batches_are_exact_on_every_route() {
         }
     }
 }
+
+#[test]
+fn every_thread_computes_on_the_sessions_one_stream_and_reuses_its_device_memory() {
+    // A session of its own, so that no other test's buffers count.
+    let session = GpuSession::open(common::backend(), None).unwrap();
+    let gemm = Gemm::new()
+        .on(&session)
+        .plan(Plan::default_for(Kernel::Tiled));
+    let (a, b) = (ints(256, 192, 7), ints(192, 160, 8));
+    let want = wide(a.view()).dot(&wide(b.view()));
+    let product = || {
+        let c = gemm.product(a.view(), b.view()).unwrap();
+        assert_eq!(wide(c.view()), want);
+    };
+    product();
+    let reserved = session.memory().unwrap().reserved;
+    // CubeCL gives each thread a stream and pools of its own unless told otherwise (its
+    // memory figures are the calling thread's stream's): a new thread would see none of the
+    // session's memory, and reserve its buffers again.
+    for _ in 0..3 {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(
+                    session.memory().unwrap().reserved,
+                    reserved,
+                    "a new thread's pools"
+                );
+                product();
+            });
+        });
+    }
+    let after = session.memory().unwrap().reserved;
+    assert_eq!(
+        after, reserved,
+        "device memory reserved by new threads: {reserved} -> {after}"
+    );
+}

@@ -196,7 +196,17 @@ fn matrix_units(
 }
 
 impl<R: Runtime> Session<R> {
-    pub(crate) fn new(client: ComputeClient<R>, mut info: DeviceInfo, vendor_f64: bool) -> Self {
+    pub(crate) fn new(
+        mut client: ComputeClient<R>,
+        mut info: DeviceInfo,
+        vendor_f64: bool,
+    ) -> Self {
+        // Every thread's work on one stream, the opener's: CubeCL gives each calling thread a
+        // stream and memory pools of its own otherwise, so a new thread (a Python worker, a
+        // BLAS caller's) grew pools again, and its buffers were not reused by the others.
+        // SAFETY: the session's work all goes through this client, in the order its callers
+        // enqueue it; CubeCL's servers take work for a stream from any thread.
+        unsafe { client.set_stream(cubecl::stream_id::StreamId::current()) };
         info.types = type_support(&client, vendor_f64);
         let props = client.properties();
         // A kernel laid out for planes of P units needs every plane to be P wide and plane
