@@ -2,12 +2,14 @@
 //! f32 or f64, on the fastest route this machine has, with the kernel the tuner picks.
 //!
 //! 2-D views are one product; 3-D views a batch along axis 0 (a batch of 1 broadcast over the
-//! others), with any strides. A view in C or Fortran order — a transpose such as `a.t()`
-//! included — is read in its memory order and reaches the kernels as a row- or column-major
-//! description of the same elements, not a transposed copy. Any other view (a slice with
-//! steps, negative strides) is copied into a dense buffer in its own orientation first:
-//! ndarray cannot lend the memory between a strided view's elements, which other views may
-//! own. Either way the elements are staged in one host buffer for the upload.
+//! others), with any strides. Operands are read where they lie and C is written in place: the
+//! CPU route calls the `gemm` crate on the views themselves (any non-negative strides, zero
+//! included); a GPU uploads a view with a unit stride and a compact span straight from the
+//! caller's memory, and C comes back from the device's bytes into the view. A view in C or
+//! Fortran order (a transpose such as `a.t()` included) reaches the kernels as a row- or
+//! column-major description of the same elements, not a transposed copy. Views no route can
+//! read as they are (negative strides; on a GPU, no unit stride or a sparse span) are copied
+//! once into a dense buffer in their own orientation.
 //!
 //! The route, unless one is named: a GPU (CUDA, then HIP, then wgpu's best adapter) opened
 //! once per process and shared by every thread; where the only adapter is a CPU emulation such
