@@ -79,7 +79,9 @@ pub fn matmul<T: Element>(a: ArrayView2<T>, b: ArrayView2<T>) -> Result<Array2<T
 /// let a = ndarray::Array2::<f32>::ones((64, 64));
 /// let b = ndarray::Array2::<f32>::ones((64, 64));
 /// let mut c = ndarray::Array2::<f32>::zeros((64, 64));
-/// let bytes = |x: &ndarray::Array2<f32>| bytemuck::cast_slice::<f32, u8>(x.as_slice().unwrap());
+/// fn bytes(x: &ndarray::Array2<f32>) -> &[u8] {
+///     bytemuck::cast_slice(x.as_slice().unwrap())
+/// }
 /// let pinned = tilemm::register(&[bytes(&a), bytes(&b), bytes(&c)])?;
 /// println!("registered: {} ({:?})", pinned.is_registered(), pinned.why_not());
 /// tilemm::Gemm::new().write(a.view(), b.view(), c.view_mut())?;

@@ -9,7 +9,7 @@ mod common;
 
 use common::gpu;
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewMut3, Axis};
-use tilemm::{Backend, DeviceLimits, Gemm, GpuSession, Kernel, Plan};
+use tilemm::{Backend, Gemm, GpuSession, Kernel, Plan};
 
 /// Small integers, different for each (seed, i, j): exact in f32 sums of a few thousand terms.
 fn ints(rows: usize, cols: usize, seed: usize) -> Array2<f32> {
@@ -88,15 +88,7 @@ fn view<'s>(
 /// with 4 KiB bindings, where every product here runs in panels and slabs of K.
 fn routes() -> Vec<(&'static str, Gemm<'static>)> {
     static SMALL: std::sync::OnceLock<GpuSession> = std::sync::OnceLock::new();
-    let small = SMALL.get_or_init(|| {
-        let limits = DeviceLimits {
-            max_binding_bytes: 4096,
-            ..gpu().info().limits
-        };
-        GpuSession::open(common::backend(), None)
-            .unwrap()
-            .limit(limits)
-    });
+    let small = SMALL.get_or_init(|| common::with_bindings(4096));
     let tiled = Plan::default_for(Kernel::Tiled);
     vec![
         ("cpu", Gemm::new().device(Backend::Cpu, None)),

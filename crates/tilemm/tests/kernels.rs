@@ -324,13 +324,7 @@ fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
 
 /// The test device, opened again with bindings of 2 KiB.
 fn small_bindings() -> GpuSession {
-    let limits = tilemm::DeviceLimits {
-        max_binding_bytes: 2048,
-        ..gpu().info().limits
-    };
-    GpuSession::open(common::backend(), None)
-        .unwrap()
-        .limit(limits)
+    common::with_bindings(2048)
 }
 
 #[test]

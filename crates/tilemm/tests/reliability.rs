@@ -11,9 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::io::inputs;
 use tilemm::verify::Reference;
-use tilemm::{
-    DType, DeviceLimits, GpuSession, HostData, MatrixDesc, Plan, Precision, Problem, Shape,
-};
+use tilemm::{DType, GpuSession, HostData, MatrixDesc, Plan, Precision, Problem, Shape};
 
 /// The soak measures the process's memory, so it runs alone: the other tests of this file
 /// (which the harness runs on other threads) hold this for reading, the soak for writing.
@@ -44,15 +42,7 @@ fn precisions() -> Vec<Precision> {
 /// The same device with 4 KiB bindings, so that products run in panels.
 fn small_bindings() -> &'static GpuSession {
     static GPU: std::sync::OnceLock<GpuSession> = std::sync::OnceLock::new();
-    GPU.get_or_init(|| {
-        let limits = DeviceLimits {
-            max_binding_bytes: 4096,
-            ..gpu().info().limits
-        };
-        GpuSession::open(common::backend(), None)
-            .unwrap()
-            .limit(limits)
-    })
+    GPU.get_or_init(|| common::with_bindings(4096))
 }
 
 /// A view of a `rows`×`cols` operand: stored transposed or not, rows padded by `pad`, starting

@@ -30,6 +30,16 @@ pub fn gpu() -> &'static GpuSession {
     })
 }
 
+/// The test device opened again with bindings of `bytes`, so that products beyond them run
+/// in panels.
+pub fn with_bindings(bytes: u64) -> GpuSession {
+    let limits = tilemm::DeviceLimits {
+        max_binding_bytes: bytes,
+        ..gpu().info().limits
+    };
+    GpuSession::open(backend(), None).unwrap().limit(limits)
+}
+
 /// Every configuration of every rung that computes f32, whether the test device runs it or
 /// not: the registry decides what the tests cover. (The matrix-unit rung takes f16 and bf16
 /// inputs only; `tests/tensorcore.rs` runs it.)
