@@ -180,37 +180,47 @@ def _in_a_child(code, limit_bytes=None):
     return done.returncode, done.stdout + done.stderr
 
 
-def test_a_broadcast_operand_of_two_to_the_33_elements_raises_memory_error_not_abort():
+def test_a_broadcast_operand_of_two_to_the_33_elements_is_read_in_place_or_raises_memory_error():
+    # 2³² and 2³³ elements of zero-stride operands (32 and 64 GiB if copied) under 16 GiB of
+    # address space: the CPU route reads them where they lie and computes; a GPU must copy
+    # an operand without a unit stride, and that copy raises MemoryError, never an abort.
     code = (
         "import numpy as np, tilemm\n"
+        "a = np.broadcast_to(np.float64(1), (4096, 2**20))\n"
+        "b = np.broadcast_to(np.float64(1), (2**20, 2))\n"
+        "c = tilemm.matmul(a, b, device='cpu')\n"
+        "print('computed', c.shape, bool((c == 2**20).all()))\n"
         "a = np.broadcast_to(np.float64(1), (1, 2**33))\n"
         "b = np.broadcast_to(np.float64(1), (2**33, 1))\n"
         "try:\n"
-        "    c = tilemm.matmul(a, b)\n"
-        "    print('computed', c)\n"
+        "    c = tilemm.matmul(a, b, device='wgpu')\n"
+        "    print('copied', c)\n"
         "except MemoryError as e:\n"
         "    assert isinstance(e, tilemm.TilemmError), type(e)\n"
         "    print('MemoryError', e)\n"
         "print('alive')\n"
     )
-    # 16 GiB of address space: the interpreter and its libraries fit, 64 GiB of staging not.
     status, output = _in_a_child(code, 16 << 30)
     assert status == 0 and "alive" in output, output
-    assert "computed [[8.589934592e+09]]" in output or "MemoryError" in output, output
+    assert "computed (4096, 2) True" in output, output
+    assert "MemoryError" in output, output
 
 
 def test_a_product_under_an_address_space_limit_raises_memory_error():
     # 4096² f64 operands (128 MiB each) under an address-space limit 64 MiB above what the
-    # process maps once they exist: numpy holds them, tilemm's staging copies do not fit.
+    # process maps once they exist: numpy holds them, and the CPU route computes in place; a
+    # reversed A must be copied (negative strides), and that copy does not fit.
     code = (
         "import resource, numpy as np, tilemm\n"
         "a = np.ones((4096, 4096)); b = np.ones((4096, 4096)); out = np.empty((4096, 4096))\n"
-        "tilemm.matmul(np.ones((8, 8)), np.ones((8, 8)))\n"
+        "tilemm.matmul(np.ones((256, 256)), np.ones((256, 256)))\n"
         "size = sum(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize'))\n"
         "limit = (size << 10) + (64 << 20)\n"
         "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "tilemm.matmul(a, b, out=out, device='cpu')\n"
+        "print('in place', bool((out == 4096).all()))\n"
         "try:\n"
-        "    tilemm.matmul(a, b, out=out)\n"
+        "    tilemm.matmul(a[::-1], b, out=out, device='cpu')\n"
         "    print('computed')\n"
         "except MemoryError as e:\n"
         "    assert isinstance(e, tilemm.OutOfMemoryError), type(e)\n"
@@ -221,6 +231,7 @@ def test_a_product_under_an_address_space_limit_raises_memory_error():
     )
     status, output = _in_a_child(code)
     assert status == 0 and "alive" in output, output
+    assert "in place True" in output, output
     assert "MemoryError" in output, output
 
 
