@@ -543,8 +543,7 @@ impl<'s> Gemm<'s> {
                         result,
                     )
                     .expect("C's description fits its buffer");
-                    c.assign(&view);
-                    Ok(())
+                    crate::host::copy_into(c.view_mut(), view)
                 };
                 let run = gpu.gemm_lent(
                     &problem,
@@ -591,7 +590,7 @@ impl<'s> Gemm<'s> {
                             &copy[..],
                         )
                         .expect("C's description fits its buffer");
-                        c.assign(&view);
+                        crate::host::copy_into(c.view_mut(), view)?;
                     }
                 }
             }
@@ -681,10 +680,9 @@ impl<'v, T: Element> Operand<'v, T> {
         let len = desc.span(batch).expect("a dense copy's span fits");
         let mut copy = crate::host::with_capacity(len, what)?;
         copy.resize(len, T::from_f64(0.0));
-        let mut into =
-            ArrayViewMut3::from_shape(view.dim().strides(strides_of(&desc)), &mut copy[..])
-                .expect("a dense layout fits its buffer");
-        into.assign(&view);
+        let into = ArrayViewMut3::from_shape(view.dim().strides(strides_of(&desc)), &mut copy[..])
+            .expect("a dense layout fits its buffer");
+        crate::host::copy_into(into, view)?;
         Ok(Operand {
             at: copy.as_ptr(),
             span: len,

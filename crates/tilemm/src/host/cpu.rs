@@ -65,6 +65,11 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
     }
 }
 
+/// `work` on the CPU path's thread pool (its own, per process: see [`pool`]).
+pub(crate) fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R> {
+    Ok(pool()?.install(work))
+}
+
 /// Elements of K one call of the `gemm` crate sums: C's sum runs through fixed slabs of K in
 /// order, whatever the shape, so an entry's rounding depends on K alone. (The crate cuts K
 /// into blocks that depend on M and N above 512, and sums a slab of at most 512 in one pass.)

@@ -296,6 +296,32 @@ pub fn zeros_of(dtype: DType, len: usize, what: &str) -> Result<HostData> {
     })
 }
 
+/// `dst` = `src`, element by element, on the CPU path's threads when it is large (4 MiB and
+/// more): the one host copy a product cannot avoid (C from the device's bytes into the
+/// caller's array, an operand no route reads as it lies) at the memory's speed rather than
+/// one core's.
+pub fn copy_into<T: Copy + Send + Sync>(
+    mut dst: ndarray::ArrayViewMut3<T>,
+    src: ndarray::ArrayView3<T>,
+) -> Result<()> {
+    use ndarray::{Axis, Zip};
+    if dst.len() * size_of::<T>() < 4 << 20 {
+        dst.assign(&src);
+        return Ok(());
+    }
+    // Lines along the axis where the destination is densest, one per task.
+    let along = if dst.strides()[2].unsigned_abs() <= dst.strides()[1].unsigned_abs() {
+        Axis(2)
+    } else {
+        Axis(1)
+    };
+    cpu::on_pool(|| {
+        Zip::from(dst.lanes_mut(along))
+            .and(src.lanes(along))
+            .par_for_each(|mut d, s| d.assign(&s))
+    })
+}
+
 /// A copy of `data`, or an error naming `what` when the allocation fails.
 pub fn copy_of_slice(data: crate::types::element::HostSlice<'_>, what: &str) -> Result<HostData> {
     crate::with_slice!(data, v => {
@@ -361,6 +387,24 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_copy_on_the_pool_puts_every_element_where_assign_would() {
+        use ndarray::{s, Array3};
+        // 2 × 1024 × 640 f32 (5 MiB): past the threshold, into a column-major destination,
+        // from a source with reversed rows and a step.
+        let big = Array3::from_shape_fn((2, 1024, 1280), |(e, i, j)| (e * 7 + i * 3 + j) as f32);
+        let src = big.slice(s![.., ..;-1, ..;2]);
+        let mut want = Array3::<f32>::zeros((2, 640, 1024));
+        let mut got = want.clone();
+        let (mut w, mut g) = (want.view_mut(), got.view_mut());
+        w.swap_axes(1, 2);
+        g.swap_axes(1, 2);
+        w.assign(&src);
+        copy_into(g, src).unwrap();
+        assert_eq!(got, want);
+        assert!(got.iter().any(|&x| x != 0.0));
+    }
 
     #[test]
     fn byte_sums_report_overflow_instead_of_wrapping() {

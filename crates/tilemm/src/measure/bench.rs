@@ -142,7 +142,7 @@ pub fn gpu_kernel(
 /// Times `plan`'s products from host memory, end to end, `repeat` times after one warm-up run
 /// whose result is verified: each run uploads A and B (and C when β ≠ 0) from `work`'s host
 /// buffers, computes and downloads C into a host array, as the front door does
-/// ([`GpuSession::gemm_lent`]), on the host clock. With `registered`, the buffers are
+/// (`GpuSession::gemm_lent`), on the host clock. With `registered`, the buffers are
 /// registered with the device first ([`GpuSession::register`]).
 pub fn gpu_from_host(
     gpu: &GpuSession,
