@@ -273,3 +273,20 @@ fn every_thread_computes_on_the_sessions_one_stream_and_reuses_its_device_memory
         "device memory reserved by new threads: {reserved} -> {after}"
     );
 }
+
+#[test]
+fn the_link_is_measured_once_per_session_through_the_products_own_paths() {
+    let link = gpu().link().unwrap();
+    println!(
+        "{}: {} bytes up at {:.2} GB/s, down at {:.2} GB/s",
+        gpu().info().name,
+        link.bytes,
+        link.upload_gb_s,
+        link.download_gb_s
+    );
+    assert!(link.bytes >= 4096);
+    assert!(link.upload_gb_s > 0.0 && link.upload_gb_s.is_finite());
+    assert!(link.download_gb_s > 0.0 && link.download_gb_s.is_finite());
+    // Kept for the session: the same figures again, not a new measurement.
+    assert_eq!(gpu().link().unwrap(), link);
+}

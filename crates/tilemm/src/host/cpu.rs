@@ -65,6 +65,26 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
     }
 }
 
+/// The CPU path's speed in f32, GFLOPS, measured once per process (the better of two 256³
+/// products on its threads): what the cost model weighs a device's transfers against.
+pub fn measured_gflops() -> Result<f64> {
+    static MEASURED: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    if let Some(&gflops) = MEASURED.get() {
+        return Ok(gflops);
+    }
+    let problem = Problem::new(256, 256, 256)?;
+    let ones = HostData::F32(vec![1.0; 256 * 256]);
+    let mut c = HostData::F32(vec![0.0; 256 * 256]);
+    let mut best = f64::INFINITY;
+    for _ in 0..2 {
+        let start = std::time::Instant::now();
+        gemm(&problem, &ones, &ones, &mut c)?;
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    let gflops = problem.flops() / best.max(1e-9) / 1e9;
+    Ok(*MEASURED.get_or_init(|| gflops))
+}
+
 /// `work` on the CPU path's thread pool (its own, per process: see [`pool`]).
 pub(crate) fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R> {
     Ok(pool()?.install(work))

@@ -17,6 +17,7 @@ use crate::kernels::{self, args::Args};
 use crate::plan::panels::{self, Block, Schedule};
 use crate::plan::{Launches, Plan};
 use crate::problem::{DType, Layout, MatrixDesc, Problem};
+use crate::runtime::link::Link;
 use crate::runtime::transfer;
 use crate::types::element::{HostData, HostSlice};
 
@@ -28,6 +29,8 @@ pub struct Session<R: Runtime> {
     opened_by: u32,
     /// The backend's own upload, where it has one with fewer copies than CubeCL's.
     direct: Option<DirectUpload<R>>,
+    /// The link's speed, measured at its first use.
+    link: std::sync::OnceLock<Link>,
 }
 
 /// Copies bytes into a new device buffer, or says it cannot (`None`: CubeCL's path then runs).
@@ -237,6 +240,7 @@ impl<R: Runtime> Session<R> {
             info,
             opened_by: std::process::id(),
             direct: None,
+            link: std::sync::OnceLock::new(),
         }
     }
 
@@ -246,6 +250,35 @@ impl<R: Runtime> Session<R> {
             direct: Some(direct),
             ..self
         }
+    }
+
+    /// How fast this device's link moves bytes from and to pageable host memory, through the
+    /// paths products take: measured at the first call (the best of three copies of 16 MiB,
+    /// or half a binding where that is less, each way), then kept for the session.
+    pub fn link(&self) -> Result<Link> {
+        if let Some(link) = self.link.get() {
+            return Ok(*link);
+        }
+        let words = ((16 << 20).min(self.info.limits.max_binding_bytes / 2) / 4).max(1024) as usize;
+        let data: Vec<f32> = host::zeros(words, "the link's measurement")?;
+        let (mut up, mut down) = (Duration::MAX, Duration::MAX);
+        for _ in 0..3 {
+            let start = Instant::now();
+            let matrix = self.upload_lent(HostSlice::F32(&data))?;
+            self.sync()?;
+            up = up.min(start.elapsed());
+            let start = Instant::now();
+            self.download_with(&matrix, &mut |_| Ok(()))?;
+            down = down.min(start.elapsed());
+        }
+        let bytes = (words * 4) as u64;
+        let rate = |time: Duration| bytes as f64 / time.as_secs_f64().max(1e-9) / 1e9;
+        let link = Link {
+            bytes,
+            upload_gb_s: rate(up),
+            download_gb_s: rate(down),
+        };
+        Ok(*self.link.get_or_init(|| link))
     }
 
     /// A new device buffer holding `bytes`: the backend's direct upload where it has one,

@@ -343,6 +343,12 @@ impl GpuSession {
         }
     }
 
+    /// How fast this device's link moves bytes, measured at the first call; see
+    /// [`Session::link`].
+    pub fn link(&self) -> Result<crate::runtime::link::Link> {
+        self.guarded(|| with_session!(self, s => s.link()))
+    }
+
     /// Waits until the device is idle.
     pub fn sync(&self) -> Result<()> {
         self.guarded(|| with_session!(self, s => s.sync()))
