@@ -118,6 +118,11 @@ pub fn open(index: Option<usize>) -> Result<Session<CudaRuntime>> {
     let info = describe(index)?;
     let client = CudaRuntime::client(&CudaDevice::new(index));
     let session = Session::new(client, info, true);
+    // The direct upload has not yet run on a GPU (none was lent when it was written): it is
+    // taken only where TILEMM_CUDA_DIRECT=1 says so, as scripts/gpu-check does to test it.
+    if std::env::var_os("TILEMM_CUDA_DIRECT").is_none_or(|v| v != "1") {
+        return Ok(session);
+    }
     // The primary context, which CubeCL's runtime uses too, for tilemm's own copies.
     match cudarc::driver::CudaContext::new(index) {
         Ok(context) => Ok(session.with_direct_upload(Box::new(move |client, bytes| {
@@ -130,8 +135,8 @@ pub fn open(index: Option<usize>) -> Result<Session<CudaRuntime>> {
 /// `bytes` in a new device buffer, copied by `cuMemcpyHtoD` straight from where they lie: a
 /// DMA at the link's speed from registered memory ([`register`]), the driver's staged copy
 /// from pageable memory, where CubeCL's own upload first copies the bytes twice on the host.
-/// CubeCL's work is waited for first (the buffer may reuse memory a pending kernel reads),
-/// and the context after (a copy from pageable memory may return before its DMA ends, and
+/// CubeCL's stream is waited for first (the buffer may reuse memory a pending kernel reads, and
+/// is allocated in stream order), and the context after (a copy from pageable memory may return before its DMA ends, and
 /// CubeCL's stream is not ordered after it). `None` on any failure: CubeCL's path then runs.
 fn direct_upload(
     context: &std::sync::Arc<cudarc::driver::CudaContext>,
@@ -139,8 +144,10 @@ fn direct_upload(
     bytes: &[u8],
 ) -> Option<cubecl::server::Handle> {
     let handle = client.empty(bytes.len());
-    cubecl::future::block_on(client.sync()).ok()?;
     let resource = client.get_resource(handle.clone()).ok()?;
+    // After the resource: CubeCL allocates with cuMemAllocAsync on its stream, so the memory is
+    // there once the stream has run to this point.
+    cubecl::future::block_on(client.sync()).ok()?;
     let device = resource.resource();
     if device.size < bytes.len() as u64 {
         return None;
