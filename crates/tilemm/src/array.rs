@@ -509,17 +509,12 @@ impl<'s> Gemm<'s> {
         let dims = (m, k, n, batch);
         let scalars = (self.alpha, self.beta);
         // The CPU route reads A and B and writes C where they lie; so does its problem. Built
-        // first: it validates the call before any device opens.
-        let cpu_problem = |a: &Operand<I>, b: &Operand<I>, c: &MatrixDesc| {
-            Problem::general(dims, a.desc, b.desc, *c, scalars, precision)
-        };
-        let (lent_a, lent_b) = (
-            Operand::new(a, Reader::Cpu, "A")?,
-            Operand::new(b, Reader::Cpu, "B")?,
-        );
+        // first: it validates the call before any device opens. (The operands themselves, and
+        // any copy one needs, are made once the route is known.)
         let c_lent = described(&c.view());
-        let c_desc = c_lent.unwrap_or_else(|| dense(&c.view()));
-        let lent_problem = cpu_problem(&lent_a, &lent_b, &c_desc)?;
+        let c_desc = cpu_desc(&c.view());
+        let lent_problem =
+            Problem::general(dims, cpu_desc(&a), cpu_desc(&b), c_desc, scalars, precision)?;
         let mut problem = lent_problem;
         let mut resolved = self.resolve()?;
         // The fastest route falls back to the CPU where the GPU cannot compute the precision.
@@ -607,6 +602,10 @@ impl<'s> Gemm<'s> {
             }
             _ => {
                 let problem = lent_problem;
+                let (lent_a, lent_b) = (
+                    Operand::new(a, Reader::Cpu, "A")?,
+                    Operand::new(b, Reader::Cpu, "B")?,
+                );
                 match c_lent {
                     // SAFETY: the views lend A, B and C (C mutably, so no one else reads or
                     // writes it meanwhile); the problem describes them from their first
@@ -776,6 +775,11 @@ fn described<T>(view: &ArrayView3<T>) -> Option<MatrixDesc> {
         offset: 0,
         batch_stride: sb as usize,
     })
+}
+
+/// How the CPU route reads `view`: where it lies ([`described`]), or as its dense copy.
+fn cpu_desc<T>(view: &ArrayView3<T>) -> MatrixDesc {
+    described(view).unwrap_or_else(|| dense(view))
 }
 
 /// Whether `a` and `b` put every element of `batch` matrices at the same place.
