@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
-use tilemm::tune::TuneBudget;
+use tilemm::dispatch::{self, DeviceSpec};
 use tilemm::{Backend, DeviceKind, GpuSession};
 
 use crate::call::{Call, Op, Real, Work};
@@ -72,16 +72,12 @@ impl Route {
     }
 }
 
-/// The process's setting, read once.
+/// The BLAS's own settings, read once; the device and the tuning budget are every front
+/// end's ([`dispatch::Settings::global`]).
 struct Settings {
     /// The process that read them: a child forked from it has none of its threads.
     pid: u32,
     mode: Mode,
-    /// `TILEMM_DEVICE`: a backend and index, `None` for the best GPU.
-    device: Option<(Backend, Option<usize>)>,
-    /// `TILEMM_BLAS_TUNE`: how long the GPU route may tune a class on one call (0 by default:
-    /// a host program is never held up by a search, only by one compilation per new class).
-    tune: TuneBudget,
     log: Option<Mutex<File>>,
 }
 
@@ -94,23 +90,6 @@ fn settings() -> &'static Settings {
                 problems.push(e);
                 Mode::Off
             });
-        let device = match std::env::var("TILEMM_DEVICE") {
-            Ok(text) if !text.trim().is_empty() => match parse_device(text.trim()) {
-                Ok(device) => Some(device),
-                Err(e) => {
-                    problems.push(format!("TILEMM_DEVICE={text:?}: {e}; the best GPU is used"));
-                    None
-                }
-            },
-            _ => None,
-        };
-        let tune = match std::env::var("TILEMM_BLAS_TUNE") {
-            Ok(text) if !text.trim().is_empty() => text.parse().unwrap_or_else(|e| {
-                problems.push(format!("TILEMM_BLAS_TUNE: {e}; 0 is used"));
-                TuneBudget::Time(Duration::ZERO)
-            }),
-            _ => TuneBudget::Time(Duration::ZERO),
-        };
         let log = std::env::var_os("TILEMM_BLAS_LOG")
             .filter(|p| !p.is_empty())
             .and_then(|path| match open_log(std::path::Path::new(&path)) {
@@ -123,16 +102,21 @@ fn settings() -> &'static Settings {
                     None
                 }
             });
-        // The host program's stderr: one line for each setting that could not be used (a
-        // stderr that cannot take it costs the line, never the program).
+        // The host program's stderr: one line for each setting that could not be used (the
+        // defaults are used instead; a stderr that cannot take it costs the line, never the
+        // program).
+        problems.extend(
+            dispatch::Settings::global()
+                .unusable
+                .iter()
+                .map(|u| u.to_string()),
+        );
         for problem in &problems {
             let _ = writeln!(std::io::stderr(), "tilemm-blas: {problem}");
         }
         Settings {
             pid: std::process::id(),
             mode,
-            device,
-            tune,
             log,
         }
     })
@@ -143,22 +127,6 @@ fn settings() -> &'static Settings {
 /// them would wait forever, so a forked child's calls go to the BLAS underneath.
 fn forked() -> bool {
     settings().pid != std::process::id()
-}
-
-/// `backend` or `backend:index`, as the Python package's `TILEMM_DEVICE` reads it.
-fn parse_device(text: &str) -> Result<(Backend, Option<usize>), String> {
-    let (name, index) = match text.split_once(':') {
-        Some((name, index)) => (
-            name,
-            Some(
-                index
-                    .parse::<usize>()
-                    .map_err(|_| format!("device index {index:?} is not a number"))?,
-            ),
-        ),
-        None => (text, None),
-    };
-    Ok((name.parse::<Backend>()?, index))
 }
 
 /// The log, appended to: a regular file (created if absent), a FIFO with a reader, or a
@@ -208,24 +176,14 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
     let opened = GPU.get_or_init(|| {
         // Opening a driver raises floating-point flags of its own (lavapipe's LLVM does).
         let _flags = FloatEnvironment::saved();
-        let (backend, index) = match settings().device {
-            Some((backend, index)) => (Some(backend), index),
-            None => (None, None),
+        // The process's session for the device, shared with the front door and Python (a
+        // panic in a driver is a failure there, never the host program's unwinding).
+        let opened = match dispatch::Settings::global().device {
+            DeviceSpec::Gpu { backend, index } => dispatch::sessions::session(Some(backend), index),
+            DeviceSpec::Auto => dispatch::sessions::session(None, None),
+            DeviceSpec::Cpu => Ok(Err(format!("{}=cpu", dispatch::DEVICE_VARIABLE))),
         };
-        let mut notes = Vec::new();
-        // A panic in a driver must not reach the host program, nor be met again by every call.
-        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tilemm::runtime::backend::open_device(backend, index, &mut notes)
-        }));
-        let session = match opened {
-            Ok(Ok(Some(session))) => Ok(&*Box::leak(Box::new(session))),
-            Ok(Ok(None)) => Err(notes.join("; ")),
-            Ok(Err(e)) => Err(tilemm::one_line(&e.to_string())),
-            Err(payload) => Err(format!(
-                "opening it panicked: {}",
-                tilemm::panic_message(&*payload)
-            )),
-        };
+        let session = opened.unwrap_or_else(|e| Err(tilemm::one_line(&e.to_string())));
         let described = match &session {
             Ok(gpu) => format!("gpu = {}", named(gpu)),
             Err(why) => format!("gpu = none: {why}"),
@@ -311,12 +269,13 @@ fn available<T: Real>() -> Vec<Route> {
         routes.push(Route::Blas);
     }
     routes.push(Route::Cpu);
-    let worth_opening = match settings().device {
-        Some((Backend::Cpu, _)) => false,
-        Some(_) => true,
+    let device = dispatch::Settings::global().device;
+    let worth_opening = match device {
+        DeviceSpec::Cpu => false,
+        DeviceSpec::Gpu { .. } => true,
         // Only a GPU that is not a CPU emulation, looked for without opening one: an open
         // lavapipe keeps threads that slow the CPU routes by a tenth (OpenBLAS's 1024³, here).
-        None => Backend::GPU.into_iter().filter(|b| b.is_built()).any(|b| {
+        DeviceSpec::Auto => Backend::GPU.into_iter().filter(|b| b.is_built()).any(|b| {
             tilemm::runtime::backend::list_devices(b)
                 .iter()
                 .any(|d| d.kind != DeviceKind::Cpu)
@@ -328,7 +287,7 @@ fn available<T: Real>() -> Vec<Route> {
     };
     if worth_opening && gpu().is_ok_and(computes) {
         routes.push(Route::Gpu);
-    } else if !worth_opening && settings().device.is_none() {
+    } else if !worth_opening && device == DeviceSpec::Auto {
         log(|| {
             format!(
                 "tilemm-blas {}: gpu = none opened: no GPU but CPU emulations, slower than the \
@@ -667,10 +626,7 @@ unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, Str
         }
         Route::Gpu => {
             let gpu = gpu().map_err(|why| format!("no GPU: {why}"))?;
-            let run = on_tilemm(
-                tilemm::Gemm::new().on(gpu).tune_budget(settings().tune),
-                call,
-            )?;
+            let run = on_tilemm(tilemm::Gemm::new().on(gpu), call)?;
             Ok(Computed {
                 tuning: run.tuning.as_ref().map_or(Duration::ZERO, |t| t.time),
                 kernel: run.plan.map(|p| p.to_string()),

@@ -61,8 +61,9 @@ pub(crate) enum Command {
 /// Where to run: shared by `run` and `bench`.
 #[derive(Args)]
 pub(crate) struct DeviceArgs {
-    /// Backend: wgpu, cuda, hip or cpu (the CPU alone). Default: the best GPU found (CUDA, then
-    /// HIP, then wgpu), else the CPU alone.
+    /// Backend: wgpu, cuda, hip or cpu (the CPU alone). Default: what $TILEMM_DEVICE names
+    /// (`cpu`, `cuda:1`, …), else the best GPU found (CUDA, then HIP, then wgpu; CPU
+    /// emulations such as lavapipe included), else the CPU alone.
     #[arg(long)]
     pub(crate) backend: Option<Backend>,
     /// Device index within the backend (see `tilemm devices`).
@@ -70,17 +71,33 @@ pub(crate) struct DeviceArgs {
     pub(crate) device: Option<usize>,
 }
 
+impl DeviceArgs {
+    /// The backend and index to open: the flags, else the settings' `TILEMM_DEVICE` (`None`:
+    /// the best device).
+    pub(crate) fn resolve(&self) -> tilemm::Result<(Option<Backend>, Option<usize>)> {
+        if self.backend.is_some() || self.device.is_some() {
+            return Ok((self.backend, self.device));
+        }
+        Ok(tilemm::Settings::global().usable()?.device.parts())
+    }
+}
+
 /// How `--kernel auto` tunes: shared by `run`, `bench` and `tune`.
 #[derive(Args)]
 pub(crate) struct TuneArgs {
     /// How long `auto` may time candidates when the cache does not hold the device and shape
-    /// class as fully tuned: auto (about 1 s, or 20× the product's own time if longer; later
-    /// runs of the class go on where it stopped), full (every candidate the model keeps), or
-    /// seconds (0: the best-ranked candidate alone). The best-ranked candidate not yet timed
-    /// always is, and the winner is verified. Default: auto for `run`, full for `bench` and
+    /// class as fully tuned: none (or 0: no search; the cached choice, else the best-ranked
+    /// candidate quick to compile), auto (about 1 s, or 20× the product's own time if longer;
+    /// later runs of the class go on where it stopped), full (every candidate the model
+    /// keeps), or seconds. The best-ranked candidate not yet timed always is, and the winner is
+    /// verified. Default: $TILEMM_TUNE_BUDGET, else none, for `run`; full for `bench` and
     /// `tune`. The cache file is $TILEMM_CACHE_DIR/tuning.json, else tilemm/tuning.json in
     /// the user's cache directory.
-    #[arg(long, value_name = "auto|full|SECONDS", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "none|auto|full|SECONDS",
+        allow_negative_numbers = true
+    )]
     pub(crate) tune_budget: Option<TuneBudget>,
     /// Tune even when the cache holds a choice, and replace it.
     #[arg(long)]
@@ -88,18 +105,23 @@ pub(crate) struct TuneArgs {
 }
 
 impl TuneArgs {
-    /// The options, with `budget` unless --tune-budget was given.
-    pub(crate) fn options(&self, budget: TuneBudget) -> TuneOptions {
+    /// The options, with `budget` unless --tune-budget was given (`None`: the settings',
+    /// `TILEMM_TUNE_BUDGET`, else no search).
+    pub(crate) fn options(&self, budget: Option<TuneBudget>) -> tilemm::Result<TuneOptions> {
+        let budget = match budget {
+            Some(budget) => budget,
+            None => tilemm::Settings::global().usable()?.tune_budget,
+        };
         // On a terminal, a line on stderr says why the first run of a shape class waits.
         let on_tuning: fn(&str) = |line| {
             let _ = writeln!(io::stderr(), "tilemm: {line}");
         };
-        TuneOptions {
+        Ok(TuneOptions {
             budget: self.tune_budget.unwrap_or(budget),
             retune: self.retune,
             on_tuning: io::IsTerminal::is_terminal(&io::stderr()).then_some(on_tuning),
             ..TuneOptions::default()
-        }
+        })
     }
 }
 

@@ -23,7 +23,7 @@ fn class_of(error: &Error) -> &'static str {
         | Error::DataLength { .. }
         | Error::MissingOperand(_) => "ShapeError",
         Error::Precision(_) => "DTypeError",
-        Error::InvalidScalar(_) => "ArgumentError",
+        Error::InvalidScalar(_) | Error::Setting { .. } => "ArgumentError",
         Error::NoKernel(_)
         | Error::TypeUnavailable { .. }
         | Error::NotBuilt { .. }
@@ -237,6 +237,15 @@ fn unsupported(
     )
 }
 
+/// A device as every front end names it (`auto`, `cpu`, `cuda`, `wgpu:1`): its backend
+/// (`None` for auto) and index.
+#[pyfunction]
+fn device_spec(py: Python<'_>, text: &str) -> PyResult<(Option<String>, Option<usize>)> {
+    let spec: tilemm::DeviceSpec = parsed(py, "device", text)?;
+    let (backend, index) = spec.parts();
+    Ok((backend.map(|b| b.to_string()), index))
+}
+
 /// The route products take with this device setting, opening the device if this process has
 /// not yet (it is opened once and shared by every thread).
 #[pyfunction]
@@ -374,6 +383,7 @@ fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(register, m)?)?;
     m.add_class::<Registration>()?;
     m.add_function(wrap_pyfunction!(devices_json, m)?)?;
+    m.add_function(wrap_pyfunction!(device_spec, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     Ok(())
 }

@@ -40,7 +40,6 @@
 //! ```
 
 use std::fmt;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ndarray::{
@@ -49,12 +48,13 @@ use ndarray::{
 use serde::Serialize;
 
 use crate::device::DeviceKind;
+use crate::dispatch::{self, DeviceSpec, Settings};
 use crate::error::{Error, Result};
 use crate::plan::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::{Layout, MatrixDesc, Precision, Problem};
-use crate::runtime::backend::{open_device, Backend, GpuSession};
-use crate::tune::{self, KernelChoice, TuneBudget, TuneOptions, TuneReport};
+use crate::runtime::backend::{Backend, GpuSession};
+use crate::tune::{KernelChoice, TuneBudget, TuneReport};
 use crate::types::element::{Element, HostSlice};
 
 /// C = A·B for two 2-D views of the same element type, as a new row-major array: the front
@@ -154,143 +154,14 @@ impl Resolved<'_> {
     }
 }
 
-/// What this process opened, by what was asked for (`None`: the best device), kept for the
-/// process's life and shared by its threads: a session, or for the best device, why there is
-/// none (the CPU path then runs). A named device that fails to open is not kept: the next call
-/// tries again.
-static OPENED: Mutex<Vec<(DeviceAsked, Opened)>> = Mutex::new(Vec::new());
-
-/// A backend and device index as asked for (`None`: the best).
-type DeviceAsked = (Option<Backend>, Option<usize>);
-
-/// A session, or why the best device is none.
-type Opened = std::result::Result<&'static GpuSession, String>;
-
-/// The session for `backend` and `index`, opened by the first caller. With `backend` `None`
-/// (the best GPU found) a failure is not an error but the reason the CPU path runs.
-fn shared(backend: Option<Backend>, index: Option<usize>) -> Result<Opened> {
-    // One opener at a time, so that two threads do not open the device twice.
-    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, session)) = opened.iter().find(|(key, _)| *key == (backend, index)) {
-        return Ok(session.clone());
-    }
-    let mut notes = Vec::new();
-    let session = match open_device(backend, index, &mut notes) {
-        Ok(Some(session)) => {
-            let session: &'static GpuSession = Box::leak(Box::new(session));
-            // The best device is its backend's default one too: one session for both names.
-            let named = (Some(session.backend()), index);
-            if backend.is_none() && !opened.iter().any(|(key, _)| *key == named) {
-                opened.push((named, Ok(session)));
-            }
-            Ok(session)
-        }
-        Ok(None) => Err(notes.join("; ")),
-        Err(e) if backend.is_none() => Err(format!("no GPU device could be opened ({e})")),
-        Err(e) => return Err(e),
-    };
-    opened.push(((backend, index), session.clone()));
-    Ok(session)
-}
-
-/// One tuning at a time in this process: threads sharing a device would disturb each other's
-/// timings, and the last to save would drop what the others timed.
-static TUNING: Mutex<()> = Mutex::new(());
-
-/// The kernels this process has chosen, by key: the first choice of a class is final for the
-/// process, so that a given product always gets the same kernel, and so the same bits (a partly
-/// tuned class goes on tuning in later processes, within their budgets, or with `tilemm tune`);
-/// and repeated products of a class do not read the cache file and rank every candidate again.
-static FINAL: Mutex<Vec<(String, TuneReport)>> = Mutex::new(Vec::new());
-
-/// The tuner's choice for `problem` on `gpu` within `budget`, from [`FINAL`] when this process
-/// has chosen for the class.
-fn choose(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result<TuneReport> {
-    let start = Instant::now();
-    let key = tune::TuneKey::new(gpu, problem).text();
-    // This process's choice for the class, as a cache hit of this call.
-    let chosen = || {
-        let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-        known
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, report)| TuneReport {
-                cache: tune::CacheUse::Hit,
-                timed: Vec::new(),
-                saved: false,
-                notes: Vec::new(),
-                time: start.elapsed(),
-                ..report.clone()
-            })
-    };
-    if let Some(report) = chosen() {
-        return Ok(report);
-    }
-    let options = TuneOptions {
-        on_tuning: None,
-        budget,
-        ..TuneOptions::default()
-    };
-    let _turn = TUNING.lock().unwrap_or_else(|e| e.into_inner());
-    // Another thread may have chosen while this one waited for its turn: its choice stands.
-    if let Some(report) = chosen() {
-        return Ok(report);
-    }
-    let report = tune::choose(gpu, problem, &options)?;
-    let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    known.push((key.clone(), report.clone()));
-    Ok(report)
-}
-
-/// The cost model's verdict per shape class and device, by tuning key: `Some(why)` keeps the
-/// class on the CPU.
-static ROUTED: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
-
-/// Why `problem` stays on the CPU rather than going to `gpu` with its transfers
-/// ([`crate::runtime::link::offload`]), or `None`: the class's first call decides for the
-/// process.
-fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>> {
-    let key = tune::TuneKey::new(gpu, problem).text();
-    let known = |routed: &Vec<(String, Option<String>)>| {
-        routed
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, why)| why.clone())
-    };
-    if let Some(why) = known(&ROUTED.lock().unwrap_or_else(|e| e.into_inner())) {
-        return Ok(why);
-    }
-    let link = gpu.link()?;
-    let peak =
-        crate::device::peak::datasheet(&gpu.info().name, problem.precision).map(|p| p.gflops);
-    let cpu = crate::host::cpu::measured_gflops()?;
-    let verdict = crate::runtime::link::offload(problem, &link, peak, cpu);
-    let why = (!verdict.device).then(|| {
-        format!(
-            "the CPU is expected to be faster for this size ({:.3} ms at {cpu:.0} GFLOPS, against \
-             {:.3} ms on {} with its transfers at {:.1} GB/s up and {:.1} GB/s down)",
-            verdict.cpu_s * 1e3,
-            verdict.device_s * 1e3,
-            gpu.info().name,
-            link.upload_gb_s,
-            link.download_gb_s
-        )
-    });
-    let mut routed = ROUTED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(decided) = known(&routed) {
-        return Ok(decided);
-    }
-    routed.push((key, why.clone()));
-    Ok(why)
-}
-
 /// C = α·A·B + β·C over ndarray views: choose the route, kernel, α and β, then
 /// [`product`](Gemm::product) into a new array or [`write`](Gemm::write) into a view.
 #[derive(Clone, Copy)]
 pub struct Gemm<'s> {
     target: Target<'s>,
     kernel: KernelChoice,
-    budget: TuneBudget,
+    /// `None`: the settings' ([`Settings::tune_budget`]).
+    budget: Option<TuneBudget>,
     alpha: f64,
     beta: f64,
 }
@@ -307,7 +178,7 @@ impl Gemm<'static> {
         Gemm {
             target: Target::Auto,
             kernel: KernelChoice::Auto,
-            budget: TuneBudget::Auto,
+            budget: None,
             alpha: 1.0,
             beta: 0.0,
         }
@@ -348,7 +219,10 @@ impl<'s> Gemm<'s> {
     /// never seen, times its best-ranked candidate that compiles (usually the first: one
     /// compilation), never a search; the process keeps that choice for the class.
     pub fn tune_budget(self, budget: TuneBudget) -> Self {
-        Gemm { budget, ..self }
+        Gemm {
+            budget: Some(budget),
+            ..self
+        }
     }
 
     /// The kernel and configuration that run (short for [`kernel`](Gemm::kernel)).
@@ -397,26 +271,44 @@ impl<'s> Gemm<'s> {
             }
             Target::Named(Backend::Cpu, Some(_)) => Err(Error::CpuDeviceIndex),
             Target::Named(Backend::Cpu, None) => Ok(Resolved::Cpu("named".into())),
-            Target::Named(backend, index) => match shared(Some(backend), index)? {
-                Ok(gpu) => {
-                    gpu.check_process()?;
-                    Ok(Resolved::Gpu(gpu))
+            Target::Named(backend, index) => {
+                match dispatch::sessions::session(Some(backend), index)? {
+                    Ok(gpu) => {
+                        gpu.check_process()?;
+                        Ok(Resolved::Gpu(gpu))
+                    }
+                    // (open_device answers a named backend with a session or an error.)
+                    Err(why) => Err(Error::NoDevice(why)),
                 }
-                // (open_device answers a named backend with a session or an error.)
-                Err(why) => Err(Error::NoDevice(why)),
-            },
-            Target::Auto => match shared(None, None)? {
-                Err(why) => Ok(Resolved::Cpu(why)),
-                Ok(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Resolved::Cpu(format!(
-                    "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path \
-                     (name its backend to use it)",
-                    gpu.info().name
+            }
+            Target::Auto => match Settings::global().usable()?.device {
+                DeviceSpec::Cpu => Ok(Resolved::Cpu(format!(
+                    "named by {}",
+                    dispatch::DEVICE_VARIABLE
                 ))),
-                // A child forked after the parent opened the device: the CPU computes.
-                Ok(gpu) => match gpu.check_process() {
-                    Ok(()) => Ok(Resolved::Gpu(gpu)),
-                    Err(e) => Ok(Resolved::Cpu(e.to_string())),
-                },
+                DeviceSpec::Gpu { backend, index } => Gemm {
+                    target: Target::Named(backend, index),
+                    ..*self
+                }
+                .resolve(),
+                DeviceSpec::Auto => self.best(),
+            },
+        }
+    }
+
+    /// The fastest route, as the module's documentation says.
+    fn best(&self) -> Result<Resolved<'s>> {
+        match dispatch::sessions::session(None, None)? {
+            Err(why) => Ok(Resolved::Cpu(why)),
+            Ok(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Resolved::Cpu(format!(
+                "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path \
+                     (name its backend to use it)",
+                gpu.info().name
+            ))),
+            // A child forked after the parent opened the device: the CPU computes.
+            Ok(gpu) => match gpu.check_process() {
+                Ok(()) => Ok(Resolved::Gpu(gpu)),
+                Err(e) => Ok(Resolved::Cpu(e.to_string())),
             },
         }
     }
@@ -518,7 +410,10 @@ impl<'s> Gemm<'s> {
         let mut problem = lent_problem;
         let mut resolved = self.resolve()?;
         // The fastest route falls back to the CPU where the GPU cannot compute the precision.
-        let auto = matches!(self.target, Target::Auto);
+        // Auto as the caller or the settings asked: TILEMM_DEVICE=cuda names a device, and
+        // a named device is not rerouted.
+        let auto =
+            matches!(self.target, Target::Auto) && Settings::global().device == DeviceSpec::Auto;
         if let (true, Resolved::Gpu(gpu)) = (auto, &resolved) {
             if let Err(e) = gpu.info().types.check(precision, &gpu.info().name) {
                 resolved = Resolved::Cpu(e.to_string());
@@ -528,7 +423,7 @@ impl<'s> Gemm<'s> {
         // compute on the device are expected to finish before the CPU would (the class's first
         // call decides for the process, so that a given product always takes one route).
         if let (true, Resolved::Gpu(gpu)) = (auto, &resolved) {
-            if let Some(why) = stays_home(gpu, &lent_problem)? {
+            if let Some(why) = dispatch::route::stays_home(gpu, &lent_problem)? {
                 resolved = Resolved::Cpu(why);
             }
         }
@@ -551,7 +446,11 @@ impl<'s> Gemm<'s> {
         if let Resolved::Gpu(gpu) = resolved {
             match self.kernel {
                 KernelChoice::Fixed(config) => plan = Some(Plan::new(config)),
-                KernelChoice::Auto => match choose(gpu, &problem, self.budget) {
+                KernelChoice::Auto => match dispatch::choose::kernel(
+                    gpu,
+                    &problem,
+                    self.budget.unwrap_or(Settings::global().tune_budget),
+                ) {
                     Ok(report) => {
                         plan = Some(report.chosen);
                         tuning = Some(report);

@@ -226,7 +226,8 @@ pub enum Error {
         reason: String,
     },
 
-    /// A setting read from the environment for a dependency has a value tilemm will not pass on.
+    /// A setting read from the environment (tilemm's own, such as `TILEMM_DEVICE`, or one for a
+    /// dependency) has a value tilemm cannot use or will not pass on.
     #[error("{name}={value}: {reason}")]
     Setting {
         /// The variable.

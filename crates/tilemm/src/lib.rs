@@ -40,6 +40,7 @@
 
 pub mod array;
 pub mod device;
+pub mod dispatch;
 mod error;
 pub mod host;
 pub mod io;
@@ -55,6 +56,7 @@ pub mod verify;
 
 pub use array::{matmul, register, Gemm, GemmRun, Route};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
+pub use dispatch::{DeviceSpec, Settings};
 pub use error::{one_line, panic_message, Error, Result, Unavailable};
 pub use kernels::{Config, Kernel};
 pub use plan::Plan;

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::inputs;
 use crate::kernels::{Compiler, Config, Kernel};
 use crate::plan::Plan;
-use crate::problem::{Layout, MatrixDesc, Problem};
+use crate::problem::{Layout, MatrixDesc, Precision, Problem};
 use crate::runtime::backend::GpuSession;
 use crate::runtime::timing::Samples;
 use crate::types::element::HostData;
@@ -63,6 +63,9 @@ impl fmt::Display for KernelChoice {
 /// How long one call of the tuner may time candidates for a class it has not fully tuned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TuneBudget {
+    /// No search (the default of every front end): the cached choice as it is, else the
+    /// model's best-ranked candidate among those quick to compile, verified, kept and saved.
+    None,
     /// About 1 s, or 20 times the product's own time when that is longer: a first call costs
     /// in proportion to its work, and calls of the class go on tuning until it is fully tuned.
     Auto,
@@ -78,6 +81,11 @@ impl TuneBudget {
     /// How many times the product's own time [`TuneBudget::Auto`] allows, when that is more.
     pub const AUTO_FACTOR: f64 = 20.0;
 
+    /// Whether the budget allows a search: anything but [`TuneBudget::None`] (or a time of 0).
+    pub fn searches(self) -> bool {
+        !matches!(self, TuneBudget::None) && self != TuneBudget::Time(Duration::ZERO)
+    }
+
     /// The time a call may spend timing, when the product is estimated to take `product_ms`.
     pub fn per_call(self, product_ms: f64) -> Duration {
         match self {
@@ -90,6 +98,7 @@ impl TuneBudget {
                 }
             }
             TuneBudget::Time(d) => d,
+            TuneBudget::None => Duration::ZERO,
             TuneBudget::Full => Duration::MAX,
         }
     }
@@ -98,18 +107,24 @@ impl TuneBudget {
 impl FromStr for TuneBudget {
     type Err = String;
 
-    /// `auto`, `full`, or a number of seconds from 0 to 1000000.
+    /// `none` (or 0), `auto`, `full`, or a number of seconds up to 1000000.
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s.trim() {
+            "none" => Ok(TuneBudget::None),
             "auto" => Ok(TuneBudget::Auto),
             "full" => Ok(TuneBudget::Full),
             seconds => seconds
                 .parse::<f64>()
                 .ok()
                 .filter(|b| b.is_finite() && (0.0..=1e6).contains(b))
-                .map(|b| TuneBudget::Time(Duration::from_secs_f64(b)))
+                .map(|b| match b {
+                    0.0 => TuneBudget::None,
+                    b => TuneBudget::Time(Duration::from_secs_f64(b)),
+                })
                 .ok_or_else(|| {
-                    format!("'{s}' is not auto, full, or a number of seconds from 0 to 1000000")
+                    format!(
+                        "'{s}' is not none, auto, full, or a number of seconds from 0 to 1000000"
+                    )
                 }),
         }
     }
@@ -118,6 +133,7 @@ impl FromStr for TuneBudget {
 impl fmt::Display for TuneBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            TuneBudget::None => f.write_str("none"),
             TuneBudget::Auto => f.write_str("auto"),
             TuneBudget::Full => f.write_str("full"),
             TuneBudget::Time(d) => write!(f, "{} s", d.as_secs_f64()),
@@ -368,6 +384,12 @@ impl fmt::Display for TuneReport {
             .map_or_else(|| "no cache file".into(), |p| p.display().to_string());
         let state = if self.complete() {
             "fully tuned".to_string()
+        } else if !self.budget.searches() {
+            format!(
+                "first-call choice: {} of the {} candidates the model keeps timed, no search \
+                 (`tilemm tune` searches)",
+                self.tried, self.kept
+            )
         } else {
             format!(
                 "partly tuned: {} of the {} candidates the model keeps timed, later calls go on",
@@ -607,6 +629,12 @@ fn ranked(all: &[Plan], proxy: &Problem, kind: DeviceKind) -> (Vec<Plan>, usize)
     )
 }
 
+/// Puts the candidates quick to compile first, each group in the model's order: a first call
+/// compiles one kernel, a quick one where the model keeps one.
+fn first_call_order(ranked: &mut [Plan], precision: Precision) {
+    ranked.sort_by_key(|p| !p.config.quick_to_compile(precision));
+}
+
 /// Runs the tuner for `problem` on `gpu`.
 ///
 /// A class the cache holds as fully tuned is a hit. Otherwise the best-ranked candidates not
@@ -680,7 +708,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                 } else {
                     timed_of(&entry.tried)
                 };
-                if tried == ranked.len() || options.budget == TuneBudget::Time(Duration::ZERO) {
+                if tried == ranked.len() || !options.budget.searches() {
                     return Ok(report(
                         CacheUse::Hit,
                         plan,
@@ -715,14 +743,18 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         (Some(_), false, None) => CacheUse::Miss,
     };
     let mut tried: Vec<String> = previous.as_ref().map_or_else(Vec::new, |p| p.1.clone());
-    let untimed: Vec<Plan> = ranked
+    let mut untimed: Vec<Plan> = ranked
         .iter()
         .filter(|p| !tried.contains(&p.config.to_string()))
         .copied()
         .collect();
+    if !options.budget.searches() {
+        first_call_order(&mut untimed, problem.precision);
+    }
 
     if let Some(say) = options.on_tuning {
         let effort = match options.budget {
+            TuneBudget::None => "the best-ranked one".to_string(),
             TuneBudget::Full => "all of them".to_string(),
             TuneBudget::Time(d) => format!("for about {:.1} s", d.as_secs_f64()),
             TuneBudget::Auto => "for about 1 s, or 20× the product's time".to_string(),
@@ -896,6 +928,12 @@ mod tests {
             Duration::ZERO
         );
         assert_eq!(TuneBudget::Full.per_call(1.0), Duration::MAX);
+        assert_eq!("none".parse(), Ok(TuneBudget::None));
+        assert_eq!("0".parse(), Ok(TuneBudget::None));
+        assert!(!TuneBudget::None.searches() && !TuneBudget::Time(Duration::ZERO).searches());
+        assert!(
+            TuneBudget::Auto.searches() && TuneBudget::Time(Duration::from_millis(1)).searches()
+        );
         assert_eq!("auto".parse(), Ok(TuneBudget::Auto));
         assert_eq!("full".parse(), Ok(TuneBudget::Full));
         assert_eq!(
@@ -904,11 +942,31 @@ mod tests {
         );
         for bad in ["-1", "nan", "1e7", "soon"] {
             let err = bad.parse::<TuneBudget>().unwrap_err();
-            assert!(err.contains("auto, full, or a number"), "{err}");
+            assert!(err.contains("none, auto, full, or a number"), "{err}");
         }
         assert_eq!(
             TuneBudget::Time(Duration::from_millis(1)).to_string(),
             "0.001 s"
+        );
+    }
+
+    #[test]
+    fn a_first_call_compiles_a_quick_kernel_where_the_model_keeps_one() {
+        let plan = |kernel: Kernel| Plan::new(kernel.default_config());
+        let slow = plan(Kernel::Pipelined);
+        let mut ranked = vec![slow, plan(Kernel::Warptile), plan(Kernel::Tiled)];
+        first_call_order(&mut ranked, Precision::F32);
+        assert_eq!(
+            ranked,
+            [plan(Kernel::Warptile), plan(Kernel::Tiled), slow],
+            "the model's order among the quick ones, the slow one last"
+        );
+        let mut alone = vec![slow];
+        first_call_order(&mut alone, Precision::F32);
+        assert_eq!(
+            alone,
+            [slow],
+            "a slow kernel is still a candidate when it is the only one"
         );
     }
 

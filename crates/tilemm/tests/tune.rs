@@ -70,7 +70,7 @@ fn auto_tunes_verifies_and_saves_and_the_next_call_of_the_class_hits_the_cache()
     .unwrap();
     // A budget of 0 takes the cached choice as it is, fully tuned or not.
     let zero = TuneOptions {
-        budget: TuneBudget::Time(Duration::ZERO),
+        budget: TuneBudget::None,
         ..options.clone()
     };
     let hit = tune::choose(gpu, &same_class, &zero).unwrap();
@@ -169,7 +169,7 @@ fn a_partly_tuned_class_goes_on_where_it_stopped_until_it_is_fully_tuned() {
         "{first}"
     );
     assert!(
-        first.to_string().contains("partly tuned: 1 of the"),
+        first.to_string().contains("first-call choice: 1 of the"),
         "{first}"
     );
     let hit = tune::choose(gpu, &problem, &quick).unwrap();

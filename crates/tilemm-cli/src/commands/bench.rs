@@ -33,7 +33,8 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
         plot::prepare_font().map_err(Failure::Plot)?;
     }
     let mut device_notes = Vec::new();
-    let gpu = open_device(args.target.backend, args.target.device, &mut device_notes)?;
+    let (backend, device) = args.target.resolve()?;
+    let gpu = open_device(backend, device, &mut device_notes)?;
     let sizes = if args.sizes.is_empty() {
         default_sizes(gpu.as_ref().map(|g| g.info().kind))
     } else {
@@ -60,7 +61,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
             // The progress bar says when auto is tuning.
             tune: TuneOptions {
                 on_tuning: None,
-                ..args.tune.options(TuneBudget::Full)
+                ..args.tune.options(Some(TuneBudget::Full))?
             },
             peers: args.peers,
             from_host: args.from_host,

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use tilemm::io::inputs;
 use tilemm::io::inputs::Source;
 use tilemm::measure::run::{RunOptions, Runner};
-use tilemm::tune::TuneBudget;
 use tilemm::{DType, Precision, Shape};
 
 use crate::args::*;
@@ -21,11 +20,12 @@ pub fn run_command(args: RunArgs) -> CommandResult {
         .as_deref()
         .map(inputs::Output::create)
         .transpose()?;
+    let (backend, device) = args.target.resolve()?;
     let options = RunOptions {
-        backend: args.target.backend,
-        device: args.target.device,
+        backend,
+        device,
         kernel,
-        tune: args.tune.options(TuneBudget::Auto),
+        tune: args.tune.options(None)?,
     };
     // Device and memory are checked before any input exists: a huge request fails with a
     // message, not an out-of-memory abort, and a file's data is read only once it is known to

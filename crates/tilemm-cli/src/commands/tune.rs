@@ -11,7 +11,8 @@ use crate::{complain, CommandResult, Failure};
 
 pub fn tune_command(args: TuneCommandArgs) -> CommandResult {
     let mut notes = Vec::new();
-    let Some(gpu) = open_device(args.target.backend, args.target.device, &mut notes)? else {
+    let (backend, device) = args.target.resolve()?;
+    let Some(gpu) = open_device(backend, device, &mut notes)? else {
         return Err(Failure::Usage(
             "tune needs a GPU device, and none was found or the CPU was named: the CPU path \
              has nothing to tune"
@@ -21,7 +22,7 @@ pub fn tune_command(args: TuneCommandArgs) -> CommandResult {
     for note in &notes {
         complain(&format!("note: {note}"));
     }
-    let options = args.tune.options(TuneBudget::Full);
+    let options = args.tune.options(Some(TuneBudget::Full))?;
     let mut reports = Vec::new();
     for &Size(m, k, n) in &args.sizes {
         for &dtype in &args.dtype {

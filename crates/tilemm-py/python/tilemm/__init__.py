@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 
 import numpy as np
@@ -101,16 +100,13 @@ class Device:
     __slots__ = ("backend", "index", "route")
 
     def __init__(self, backend=None, index=None):
-        if isinstance(backend, str) and ":" in backend:
-            if index is not None:
-                raise ArgumentError(f"device {backend!r} already names an index")
-            backend, _, number = backend.partition(":")
-            try:
-                index = int(number)
-            except ValueError:
-                raise ArgumentError(f"device index {number!r} is not a number") from None
-        if backend is not None and not isinstance(backend, str):
+        if isinstance(backend, str) and index is None:
+            # Read as every front end reads it (``auto``, ``cpu``, ``cuda``, ``wgpu:1``).
+            backend, index = _tilemm.device_spec(backend)
+        elif backend is not None and not isinstance(backend, str):
             raise ArgumentError(f"device backend must be a string, not {type(backend).__name__}")
+        elif isinstance(backend, str) and ":" in backend:
+            raise ArgumentError(f"device {backend!r} already names an index")
         if index is not None and (not isinstance(index, int) or index < 0):
             raise ArgumentError(f"device index must be a non-negative int, not {index!r}")
         if backend is None and index is not None:
@@ -136,13 +132,12 @@ _DEVICES_LOCK = threading.Lock()
 
 
 #: The environment variable that names the device when ``device=`` is not given (``cuda:1``,
-#: say): how a Dask worker is pinned to one GPU.
+#: say): how a Dask worker is pinned to one GPU. tilemm reads it once per process, as the CLI
+#: and the BLAS do.
 DEVICE_VARIABLE = "TILEMM_DEVICE"
 
 
 def _device(device):
-    if device is None:
-        device = os.environ.get(DEVICE_VARIABLE) or None
     if isinstance(device, Device):
         return device
     if device is None or isinstance(device, str):

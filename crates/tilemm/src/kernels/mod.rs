@@ -25,6 +25,10 @@ use crate::error::Unavailable;
 use crate::problem::{Precision, Problem};
 use args::Args;
 
+/// The longest compilation a first call's kernel may take (NVRTC for sm_90, on the
+/// development machine): a call never waits on a search, and not on a long compile either.
+pub const QUICK_COMPILE_SECONDS: f64 = 3.0;
+
 /// A rung of the ladder: a kernel and the configurations it runs in.
 ///
 /// Every rung takes the shared runtime signature of [`args`] and honours the whole contract:
@@ -52,6 +56,12 @@ pub trait Rung {
     /// one that may spill on a GPU.
     fn may_spill(_config: &Self::Config, _precision: Precision, _compiler: Compiler) -> bool {
         false
+    }
+    /// Whether the configuration compiles quickly enough (NVRTC for sm_90: at most
+    /// [`QUICK_COMPILE_SECONDS`]) to be a first call's kernel, which no call waits on a search
+    /// for ([`crate::tune::TuneBudget::None`]).
+    fn quick_to_compile(_config: &Self::Config, _precision: Precision) -> bool {
+        true
     }
     /// Whether the configuration computes `precision` on any device: a rung built on matrix
     /// units takes only the input types those multiply. tf32 is computed only where the rung
@@ -502,6 +512,12 @@ macro_rules! registry {
             /// The configuration's text, without the rung's name.
             pub fn settings(&self) -> String {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::show(c),)* }
+            }
+
+            /// Whether it compiles quickly enough to be a first call's kernel (see
+            /// [`Rung::quick_to_compile`]).
+            pub fn quick_to_compile(&self, precision: Precision) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::quick_to_compile(c, precision),)* }
             }
 
             /// Whether it may spill registers in `precision` under `compiler` (see

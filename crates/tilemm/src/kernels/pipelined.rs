@@ -834,6 +834,12 @@ impl Rung for Pipelined {
         precision == Precision::F32
     }
 
+    /// NVRTC takes 43–45 s over the default configuration's unrolled stages for sm_90: it is
+    /// timed only when a search is asked for.
+    fn quick_to_compile(_config: &PipelinedConfig, _precision: Precision) -> bool {
+        false
+    }
+
     /// clang 15 gives the warptile rung's micro-tiles 128 VGPRs or more and spills them on
     /// gfx1100 (see there); this rung's are the same 8×8.
     fn may_spill(_config: &PipelinedConfig, _precision: Precision, compiler: Compiler) -> bool {
