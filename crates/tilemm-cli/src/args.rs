@@ -5,10 +5,10 @@ use std::fmt;
 use std::io::{self, Write as _};
 use std::path::PathBuf;
 
-use tilemm::tools::compile_check::Arch;
-use tilemm::tools::emit::Target;
 use tilemm::tune::{TuneBudget, TuneOptions};
 use tilemm::{Backend, Config, DType, KernelChoice, Plan};
+use tilemm_lab::tools::compile_check::Arch;
+use tilemm_lab::tools::emit::Target;
 
 use crate::Failure;
 use clap::{Args, Parser, Subcommand};

@@ -67,7 +67,7 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 /// ^C, and a script running tilemm stops as for any program ^C ends). Only async-signal-safe
 /// calls: `unlink`, `signal` and `raise`.
 extern "C" fn interrupted(signal: libc::c_int) {
-    tilemm::io::inputs::remove_partial_output();
+    tilemm_lab::inputs::remove_partial_output();
     // SAFETY: the default action, then the signal again: delivered when this handler returns
     // (it is blocked while the handler runs), it ends the process.
     unsafe {

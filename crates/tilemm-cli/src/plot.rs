@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
-use tilemm::measure::bench::Measurement;
+use tilemm_lab::measure::bench::Measurement;
 
 /// TrueType fonts tried for the plot's text, in order (Debian's fonts-dejavu-core first).
 const FONTS: [&str; 4] = [

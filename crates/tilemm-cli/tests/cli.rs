@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tilemm::io::inputs::{read_matrix, write_matrix};
+use tilemm_lab::inputs::{read_matrix, write_matrix};
 
 fn tilemm(args: &[&str]) -> Output {
     tilemm_with_env(args, &[])

@@ -432,8 +432,8 @@ fn non_utf8_paths_are_shown_lossily_and_never_panic() {
     // A is 5×4 with a[i][j] = i + j, B is 4×3 with b[i][j] = i·j: exact in f32.
     let a_data: Vec<f32> = (0..20).map(|x| (x / 4 + x % 4) as f32).collect();
     let b_data: Vec<f32> = (0..12).map(|x| ((x / 3) * (x % 3)) as f32).collect();
-    tilemm::io::inputs::write_matrix(&a, 5, 4, &a_data).unwrap();
-    tilemm::io::inputs::write_matrix(&b, 4, 3, &b_data).unwrap();
+    tilemm_lab::inputs::write_matrix(&a, 5, 4, &a_data).unwrap();
+    tilemm_lab::inputs::write_matrix(&b, 4, 3, &b_data).unwrap();
     let mut args: Vec<OsString> = ["run", "--json", "--kernel", "tiled", "--a"]
         .map(OsString::from)
         .to_vec();
@@ -453,7 +453,7 @@ fn non_utf8_paths_are_shown_lossily_and_never_panic() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report = text(&out.stdout);
     assert!(report.contains("a-\u{fffd}.npy"), "{report}");
-    let (shape, product) = tilemm::io::inputs::read_matrix(&c).unwrap();
+    let (shape, product) = tilemm_lab::inputs::read_matrix(&c).unwrap();
     let expected: Vec<f32> = (0..15)
         .map(|x| {
             (0..4)

@@ -344,8 +344,8 @@ fn run(
     index: Option<usize>,
     seed: u64,
 ) -> PyResult<(String, String)> {
-    use tilemm::io::inputs::{self, Source};
-    use tilemm::measure::run::{RunOptions, Runner};
+    use tilemm_lab::inputs::{self, Source};
+    use tilemm_lab::measure::run::{RunOptions, Runner};
     let dtype: tilemm::DType = parsed(py, "dtype", dtype)?;
     let kernel: KernelChoice = parsed(py, "kernel", kernel)?;
     let backend = backend

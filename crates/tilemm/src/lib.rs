@@ -15,9 +15,9 @@
 //! JIT-compiled for wgpu (Vulkan, Metal, DX12), CUDA or HIP. Below the front door: a
 //! [`Problem`] (shapes, layouts, dtype) is decided once; a [`Plan`] says which rung of the
 //! [`kernels`] runs and how; [`GpuSession::gemm`] runs it; [`verify::Reference`] checks any
-//! result against a CPU reference under an error bound that grows with K; [`measure::run::Runner`] is
-//! the whole experiment of numba's matmul example, with a [`measure::report::Report`] of where the time
-//! went.
+//! result against a CPU reference under an error bound that grows with K; [`dispatch`] decides
+//! once, for every front end, where a product runs and with which kernel. The example's
+//! experiment, the benchmarks and the generated-code tools live in the `tilemm-lab` crate.
 //!
 //! ```
 //! use tilemm::io::inputs;
@@ -45,11 +45,9 @@ mod error;
 pub mod host;
 pub mod io;
 pub mod kernels;
-pub mod measure;
 pub mod plan;
 pub mod problem;
 pub mod runtime;
-pub mod tools;
 pub mod tune;
 pub mod types;
 pub mod verify;

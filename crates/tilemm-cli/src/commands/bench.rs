@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use tilemm::measure::bench::Measurement;
-use tilemm::measure::sweep::{size_name, Event, Sweep, SweepRequest};
 use tilemm::runtime::backend::open_device;
 use tilemm::tune::{TuneBudget, TuneOptions};
 use tilemm::{DType, Plan, Precision, Shape};
+use tilemm_lab::measure::bench::Measurement;
+use tilemm_lab::measure::sweep::{size_name, Event, Sweep, SweepRequest};
 
 use crate::args::*;
 use crate::plot;

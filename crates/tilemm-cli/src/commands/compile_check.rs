@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tilemm::tools::compile_check::{self, Outcome, Toolchain};
 use tilemm::{Plan, Precision};
+use tilemm_lab::tools::compile_check::{self, Outcome, Toolchain};
 
 use crate::args::*;
 use crate::{CommandResult, EXIT_FAIL};

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tilemm::tools::emit::{self, Target};
 use tilemm::{Config, DType, Precision};
+use tilemm_lab::tools::emit::{self, Target};
 
 use crate::args::*;
 use crate::CommandResult;

@@ -3,10 +3,10 @@
 use std::io;
 use std::process::ExitCode;
 
-use tilemm::io::inputs;
-use tilemm::io::inputs::Source;
-use tilemm::measure::run::{RunOptions, Runner};
 use tilemm::{DType, Precision, Shape};
+use tilemm_lab::inputs;
+use tilemm_lab::inputs::Source;
+use tilemm_lab::measure::run::{RunOptions, Runner};
 
 use crate::args::*;
 use crate::{complain, say, CommandResult, Failure, EXIT_FAIL};

@@ -139,8 +139,8 @@ pub struct DeviceInfo {
 }
 
 /// A device with the given index and kind and no limits, for tests of selection and planning.
-#[cfg(test)]
-pub(crate) fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
+#[doc(hidden)]
+pub fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
     DeviceInfo {
         index,
         name: format!("dev{index}"),

@@ -1,5 +1,5 @@
-//! What comes in and goes out of the process: operands (seeded random data or `.npy` files)
-//! and output files, and the files tilemm keeps, opened as untrusted input.
+//! What tilemm reads and writes on its own: the files it keeps, opened as untrusted input, and
+//! its seeded random operands.
 
 pub mod files;
 pub mod inputs;

@@ -590,7 +590,9 @@ macro_rules! registry {
                 }
             }
 
-            pub(crate) fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+            /// The kernel's IR into `builder`, for the generated-code tools.
+            #[doc(hidden)]
+            pub fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
                 &self,
                 builder: &mut KernelBuilder,
                 fragment_loads: FragmentLoads,
@@ -668,6 +670,8 @@ impl FromStr for Config {
 /// use for `precision`: inputs `I` (u32 for bf16 packed two to a word, where the device has no
 /// bf16), accumulator `A`, C's buffer `O` (f32 for packed bf16). One table for launching and for
 /// emitting, so that what `emit` shows is what runs.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! with_kernel_types {
     ($precision:expr, $packed:expr,
      $recv:ident . $method:ident $(:: <$($pre:ty),*>)? ($($arg:expr),*)) => {{
@@ -689,14 +693,11 @@ macro_rules! with_kernel_types {
         }
     }};
 }
-pub(crate) use with_kernel_types;
+pub use with_kernel_types;
 
 /// The type C's buffer holds on a device: the output type, or f32 for bf16 where the device
 /// has no bf16 type (`packed`).
-pub(crate) fn stored_output(
-    precision: crate::problem::Precision,
-    packed: bool,
-) -> crate::problem::DType {
+pub fn stored_output(precision: crate::problem::Precision, packed: bool) -> crate::problem::DType {
     use crate::problem::DType;
     match precision.output {
         DType::BF16 if packed => DType::F32,

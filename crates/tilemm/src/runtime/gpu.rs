@@ -51,7 +51,8 @@ pub enum Stored {
 /// A matrix buffer resident on a device: upload once, launch on it many times.
 #[derive(Clone, Debug)]
 pub struct DeviceMatrix {
-    pub(crate) handle: Handle,
+    /// CubeCL's handle to the buffer (for a peer that launches kernels of its own on it).
+    pub handle: Handle,
     /// Elements of the host type it holds.
     len: usize,
     /// Elements as the kernels index the buffer (words when packed).
@@ -115,12 +116,17 @@ pub struct GpuRun {
 
 /// Where a GPU product's time went, its result delivered elsewhere.
 #[derive(Clone, Debug)]
-pub(crate) struct Phases {
-    pub(crate) upload: Duration,
-    pub(crate) launch: Duration,
-    pub(crate) kernel: Duration,
-    pub(crate) download: Duration,
-    pub(crate) schedule: Schedule,
+pub struct Phases {
+    /// Uploading A, B (and C₀).
+    pub upload: Duration,
+    /// Enqueuing the launches.
+    pub launch: Duration,
+    /// The kernels on the device.
+    pub kernel: Duration,
+    /// C back into the caller's memory.
+    pub download: Duration,
+    /// How it ran.
+    pub schedule: Schedule,
 }
 
 impl Phases {
@@ -435,7 +441,7 @@ impl<R: Runtime> Session<R> {
     /// timing launches. A product the schedule splits into panels for the device's memory is
     /// launched whole here, its matrices being resident already, after the check
     /// [`Session::enqueue`] makes.
-    pub(crate) fn enqueue_scheduled(
+    pub fn enqueue_scheduled(
         &self,
         schedule: &Schedule,
         a: &DeviceMatrix,
@@ -654,7 +660,7 @@ impl<R: Runtime> Session<R> {
     }
 
     /// [`Session::compile`] for a product scheduled once ([`Session::schedule`]).
-    pub(crate) fn compile_scheduled(&self, schedule: &Schedule) -> Result<Duration> {
+    pub fn compile_scheduled(&self, schedule: &Schedule) -> Result<Duration> {
         let plan = &schedule.plan;
         let block = match schedule.panels.blocks(&schedule.canonical).next() {
             Some(first) if !schedule.panels.is_whole() => {
@@ -734,7 +740,7 @@ impl<R: Runtime> Session<R> {
 
     /// [`Session::gemm`] for a product scheduled once ([`Session::schedule`]): checked then,
     /// not again.
-    pub(crate) fn gemm_scheduled(
+    pub fn gemm_scheduled(
         &self,
         schedule: &Schedule,
         a: &HostData,
@@ -758,7 +764,7 @@ impl<R: Runtime> Session<R> {
     /// [`Session::gemm_scheduled`] on operands where they lie (the caller's arrays, as
     /// `schedule`'s problem describes them), C lent to `deliver` as it comes back (described
     /// by the problem's C), for the caller to put where it belongs.
-    pub(crate) fn gemm_lent(
+    pub fn gemm_lent(
         &self,
         schedule: &Schedule,
         a: HostSlice<'_>,
@@ -875,8 +881,7 @@ impl<R: Runtime> Session<R> {
     }
 
     /// The CubeCL client, for a baseline that launches kernels of its own (cubek-matmul).
-    #[cfg(feature = "peers")]
-    pub(crate) fn client(&self) -> &ComputeClient<R> {
+    pub fn client(&self) -> &ComputeClient<R> {
         &self.client
     }
 

@@ -164,10 +164,7 @@ fn direct_upload(
 
 /// Registers `arrays` with CUDA device `index` (`cuMemHostRegister`, portable: every context
 /// sees them); memory registered already is left as it is.
-pub(crate) fn register(
-    index: usize,
-    arrays: &[&[u8]],
-) -> Result<crate::runtime::register::Registration> {
+pub fn register(index: usize, arrays: &[&[u8]]) -> Result<crate::runtime::register::Registration> {
     use crate::runtime::register::{Registration, Unregister};
     let fail = |e: String| Error::Device {
         device: format!("CUDA device {index}"),

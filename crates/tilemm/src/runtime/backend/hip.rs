@@ -113,10 +113,7 @@ pub fn list() -> Vec<DeviceInfo> {
 
 /// Registers `arrays` with HIP device `index` (`hipHostRegister`); memory registered already
 /// is left as it is.
-pub(crate) fn register(
-    index: usize,
-    arrays: &[&[u8]],
-) -> Result<crate::runtime::register::Registration> {
+pub fn register(index: usize, arrays: &[&[u8]]) -> Result<crate::runtime::register::Registration> {
     use crate::runtime::register::{Registration, Unregister};
     let fail = |e: String| Error::Device {
         device: format!("HIP device {index}"),

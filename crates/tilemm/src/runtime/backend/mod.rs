@@ -114,8 +114,18 @@ macro_rules! with_session {
         }
     };
 }
-#[cfg(feature = "peers")]
-pub(crate) use with_session;
+
+/// Work for a session's own runtime type: what launches kernels of its own on tilemm's
+/// device (a peer such as cubek-matmul), run by [`GpuSession::with_runtime`].
+pub trait OnRuntime {
+    /// What the work returns.
+    type Output;
+    /// Runs on `session`.
+    fn run<R: cubecl::Runtime>(
+        self,
+        session: &crate::runtime::gpu::Session<R>,
+    ) -> Result<Self::Output>;
+}
 
 impl GpuSession {
     /// Opens device `index` of `backend` (its best device if `None`).
@@ -203,7 +213,7 @@ impl GpuSession {
 
     /// [`GpuSession::compile`] for a product scheduled once, by this session's
     /// [`GpuSession::schedule`].
-    pub(crate) fn compile_scheduled(
+    pub fn compile_scheduled(
         &self,
         schedule: &crate::plan::panels::Schedule,
     ) -> Result<std::time::Duration> {
@@ -214,7 +224,7 @@ impl GpuSession {
 
     /// [`GpuSession::gemm`] for a product scheduled once, by this session's
     /// [`GpuSession::schedule`]: checked then, not again.
-    pub(crate) fn gemm_scheduled(
+    pub fn gemm_scheduled(
         &self,
         schedule: &crate::plan::panels::Schedule,
         a: &HostData,
@@ -228,7 +238,7 @@ impl GpuSession {
 
     /// [`GpuSession::gemm`] on operands where they lie, C lent to `deliver` as it comes back;
     /// see [`Session::gemm_lent`].
-    pub(crate) fn gemm_lent(
+    pub fn gemm_lent(
         &self,
         problem: &Problem,
         plan: &Plan,
@@ -284,7 +294,7 @@ impl GpuSession {
 
     /// Enqueues a product scheduled once on resident matrices; see
     /// [`Session::enqueue_scheduled`].
-    pub(crate) fn enqueue_scheduled(
+    pub fn enqueue_scheduled(
         &self,
         schedule: &crate::plan::panels::Schedule,
         a: &DeviceMatrix,
@@ -309,8 +319,13 @@ impl GpuSession {
         with_session!(self, s => s.memory())
     }
 
+    /// `work` on this session's runtime, with a panic inside it as an error.
+    pub fn with_runtime<W: OnRuntime>(&self, work: W) -> Result<W::Output> {
+        self.guarded(|| with_session!(self, s => work.run(s)))
+    }
+
     /// `work` on this session, with a panic inside it (CubeCL's) as an error.
-    pub(crate) fn guarded<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    pub fn guarded<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
         guarded(|| self.info().name.clone(), work)
     }
 

@@ -26,11 +26,11 @@ use serde::Serialize;
 pub use amd::{hip_headers, rocwmma_headers, through_rocwmma, RocWmmaHeaders};
 pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 
-use crate::error::{Error, Result};
-use crate::kernels::Compiler;
-use crate::plan::Plan;
-use crate::problem::Precision;
 use crate::tools::emit;
+use tilemm::kernels::Compiler;
+use tilemm::plan::Plan;
+use tilemm::problem::Precision;
+use tilemm::{Error, Result};
 
 /// What one compilation used, per kernel and target.
 #[derive(Clone, Debug, Serialize)]
@@ -101,9 +101,9 @@ impl ResourceUsage {
         self.plan.kernel().matrix_units() && self.matrix_ops.unwrap_or(0) == 0
     }
 
-    /// The criteria of its plan's main loop ([`crate::kernels::Rung::matrix_loop_criteria`],
-    /// [`crate::kernels::Rung::min_fma_per_shared_load`] on NVIDIA,
-    /// [`crate::kernels::Rung::amd_matrix_loop_criteria`] on AMD) that the machine code misses,
+    /// The criteria of its plan's main loop ([`tilemm::kernels::Rung::matrix_loop_criteria`],
+    /// [`tilemm::kernels::Rung::min_fma_per_shared_load`] on NVIDIA,
+    /// [`tilemm::kernels::Rung::amd_matrix_loop_criteria`] on AMD) that the machine code misses,
     /// each as a short phrase; none for a plan without criteria. A main loop that could not be
     /// read misses them all.
     pub fn main_loop_failures(&self) -> Vec<String> {
@@ -116,7 +116,7 @@ impl ResourceUsage {
     }
 
     /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop in AMD assembly
-    /// ([`crate::kernels::Rung::amd_matrix_loop_criteria`]).
+    /// ([`tilemm::kernels::Rung::amd_matrix_loop_criteria`]).
     fn amd_matrix_loop_failures(&self) -> Vec<String> {
         let Some(criteria) = self.plan.config.amd_matrix_loop_criteria() else {
             return Vec::new();
@@ -239,7 +239,7 @@ impl ResourceUsage {
 }
 
 /// Why `plan` in `precision` is not compiled for `arch`, if it is not: what
-/// [`crate::plan::check::runnable`] refuses on the architecture ([`Arch::device`]: a
+/// [`tilemm::plan::check::runnable`] refuses on the architecture ([`Arch::device`]: a
 /// precision the rung does not compute, a layout for another plane width, matrix units or
 /// instructions the architecture lacks), a CUDA-only rung on AMD, or a compiler or headers that
 /// cannot take the matrix-unit code here.
@@ -251,11 +251,11 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
         ));
     }
     let probe = probe(precision);
-    if let Err(why) = crate::plan::check::runnable(&plan.config, &probe, &arch.device()) {
+    if let Err(why) = tilemm::plan::check::runnable(&plan.config, &probe, &arch.device()) {
         return Some(why.to_string());
     }
     if plan.kernel().matrix_units() && arch.vendor == Vendor::Amd {
-        let bf16 = precision.input == crate::types::DType::BF16;
+        let bf16 = precision.input == tilemm::types::DType::BF16;
         if amd::through_rocwmma(plan, arch) && amd::rocwmma_headers().is_none() {
             return Some(
                 "CubeCL 0.10 reaches CDNA's matrix cores only through rocWMMA, whose headers \
@@ -286,10 +286,10 @@ pub fn not_applicable(plan: &Plan, precision: Precision, arch: &Arch) -> Option<
 
 /// A problem of `precision` that stands for every size: the check of what a plan needs of a
 /// target does not depend on the sizes.
-pub fn probe(precision: Precision) -> crate::problem::Problem {
-    crate::problem::Shape {
+pub fn probe(precision: Precision) -> tilemm::problem::Problem {
+    tilemm::problem::Shape {
         precision,
-        ..crate::problem::Shape::new(1, 1, 1)
+        ..tilemm::problem::Shape::new(1, 1, 1)
     }
     .problem()
     .expect("a 1×1×1 problem is valid")
@@ -605,8 +605,8 @@ fn tool_error(tool: &str, reason: impl fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::DType;
-    use crate::Kernel;
+    use tilemm::problem::DType;
+    use tilemm::Kernel;
 
     /// The tensor-core rung's default configuration for RDNA 3 (wavefronts of 32) as the
     /// compile check reads it on gfx1100, with the main loop `mix`.

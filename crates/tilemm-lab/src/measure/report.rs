@@ -5,15 +5,15 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::device::DeviceInfo;
-use crate::host::format_bytes;
-use crate::io::inputs::Source;
-use crate::plan::panels::Panels;
-use crate::plan::{Launches, Plan};
-use crate::problem::Problem;
-use crate::runtime::backend::Backend;
-use crate::tune::TuneReport;
-use crate::verify::{ReferenceMode, Verification};
+use crate::inputs::Source;
+use tilemm::device::DeviceInfo;
+use tilemm::host::format_bytes;
+use tilemm::plan::panels::Panels;
+use tilemm::plan::{Launches, Plan};
+use tilemm::problem::Problem;
+use tilemm::runtime::backend::Backend;
+use tilemm::tune::TuneReport;
+use tilemm::verify::{ReferenceMode, Verification};
 
 fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1e3)
@@ -275,7 +275,7 @@ impl fmt::Display for Report {
                      sum in C",
                     k.launch.k_slabs,
                     k.launch.k_per_launch,
-                    crate::plan::LOOP_TRIP_LIMIT
+                    tilemm::plan::LOOP_TRIP_LIMIT
                 )?;
             }
             if k.launch.k_splits > 1 {
@@ -362,9 +362,9 @@ impl Report {
     fn fmt_verification(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.problem;
         let v = &self.verification;
-        let dtype = p.precision.output.name();
-        let acc = p.precision.accumulate;
-        let scaled = p.alpha != 1.0 || p.reads_c();
+        let dtype = p.precision().output.name();
+        let acc = p.precision().accumulate;
+        let scaled = p.alpha() != 1.0 || p.reads_c();
         let mag = if scaled {
             "M, M = |α|·|A|·|B| + |β|·|C₀|"
         } else {
@@ -403,8 +403,8 @@ impl Report {
             "error       {checked} vs {reference} ({}): {figures}",
             msf(self.reference_time),
         )?;
-        let coarse = if p.precision.output.significand_bits() < acc.significand_bits() {
-            p.precision.output
+        let coarse = if p.precision().output.significand_bits() < acc.significand_bits() {
+            p.precision().output
         } else {
             acc
         };
@@ -438,18 +438,18 @@ impl Report {
                      u = {:.3e} for {acc} accumulation{}{}){worst}",
                     v.bound_factor,
                     v.bound_floor,
-                    p.k,
+                    p.k(),
                     acc.unit_roundoff(),
-                    if p.precision.input.input_rounding() > 0.0 {
+                    if p.precision().input.input_rounding() > 0.0 {
                         format!(
                             ", {} inputs each within {:.3e}",
-                            p.precision.input,
-                            p.precision.input.input_rounding()
+                            p.precision().input,
+                            p.precision().input.input_rounding()
                         )
                     } else {
                         String::new()
                     },
-                    if p.precision.output != acc {
+                    if p.precision().output != acc {
                         format!(", plus {dtype} rounding of C")
                     } else {
                         String::new()
@@ -468,12 +468,13 @@ impl Report {
                     "bound       none: K·u ≥ 1/2 at K = {}, where the worst-case bound says \
                      nothing, so {} entries cannot be verified (split K, or check in higher \
                      precision)",
-                    p.k, v.unverifiable_entries
+                    p.k(),
+                    v.unverifiable_entries
                 )?;
             }
         }
         if let Some(ulps) = v.err_in_ulps.filter(|_| v.range_failures == 0) {
-            let promised = if p.precision.input == crate::problem::DType::TF32 {
+            let promised = if p.precision().input == tilemm::problem::DType::TF32 {
                 format!("tf32 inputs and {acc} accumulation")
             } else {
                 format!("{acc} accumulation")
@@ -505,7 +506,7 @@ impl Report {
                  {:.3e} ({} of them have an exact value beyond it; the reference reaches \
                  {:.3e}, |A|·|B| {:.3e}): C overflows the {dtype} range there",
                 v.range_failures,
-                p.precision.output.largest().min(acc.largest()),
+                p.precision().output.largest().min(acc.largest()),
                 v.overflow_entries,
                 v.largest_reference,
                 v.largest_magnitude
@@ -520,7 +521,7 @@ impl Report {
             )?;
         }
         if let Some((i, j, got, want)) = v.worst_failure {
-            let at = if p.batch > 1 {
+            let at = if p.batch() > 1 {
                 format!("{},{i},{j}", v.worst_failure_batch)
             } else {
                 format!("{i},{j}")

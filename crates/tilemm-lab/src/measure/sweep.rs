@@ -5,20 +5,20 @@
 
 use serde::Serialize;
 
-use crate::device::peak::{self, Peak};
-use crate::device::DeviceInfo;
-use crate::error::{one_line, Result};
-use crate::io::inputs;
+use crate::inputs;
 use crate::measure::bench::{self, Measurement, Workload};
 use crate::measure::peers::{self, CubekStrategy};
 use crate::measure::run::plan_host_memory;
 use crate::measure::vendor_blas::HostCopies;
-use crate::plan::check;
-use crate::plan::Plan;
-use crate::problem::{Precision, Problem};
-use crate::runtime::backend::{Backend, GpuSession};
-use crate::tune::{self, TuneOptions, TuneReport};
-use crate::verify::ReferencePlan;
+use tilemm::device::peak::{self, Peak};
+use tilemm::device::DeviceInfo;
+use tilemm::plan::check;
+use tilemm::plan::Plan;
+use tilemm::problem::{Precision, Problem};
+use tilemm::runtime::backend::{Backend, GpuSession};
+use tilemm::tune::{self, TuneOptions, TuneReport};
+use tilemm::verify::ReferencePlan;
+use tilemm::{one_line, Result};
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -106,7 +106,7 @@ pub struct BenchReport {
     /// Where it ran.
     pub backend: Backend,
     /// The precision's input type, as asked for.
-    pub dtype: crate::problem::DType,
+    pub dtype: tilemm::problem::DType,
     /// What "% peak" divides by.
     pub peak: Option<Peak>,
     /// What the user should know.
@@ -146,13 +146,13 @@ impl<'g> Sweep<'g> {
         // tf32 promises matrix units: refused, in one line, where there are none.
         match info {
             Some(info) => info.types.check(precision, &info.name)?,
-            None if precision.input == crate::problem::DType::TF32 => {
-                return Err(crate::device::no_tf32("the CPU path"))
+            None if precision.input == tilemm::problem::DType::TF32 => {
+                return Err(tilemm::device::no_tf32("the CPU path"))
             }
             None => {}
         }
         if peers && !peers::BUILT {
-            return Err(crate::Error::NotBuilt {
+            return Err(tilemm::Error::NotBuilt {
                 what: "the cubek-matmul peers (--peers)".into(),
                 feature: "peers",
             });
@@ -279,7 +279,7 @@ impl<'g> Sweep<'g> {
 
     /// Measures everything, size by size, telling `on` as it goes; an error of `on` (its own
     /// type: a closed stdout, say) stops the sweep.
-    pub fn run<E: From<crate::Error>>(
+    pub fn run<E: From<tilemm::Error>>(
         self,
         mut on: impl FnMut(Event<'_>) -> std::result::Result<(), E>,
     ) -> std::result::Result<BenchReport, E> {

@@ -6,16 +6,16 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::host::{self, cpu};
-use crate::io::inputs::Operands;
-use crate::plan::Plan;
-use crate::problem::Problem;
-use crate::runtime::backend::GpuSession;
-use crate::runtime::gpu::DeviceMatrix;
-use crate::runtime::timing::Samples;
-use crate::types::element::HostData;
-use crate::verify::{Reference, ReferencePlan};
+use crate::inputs::Operands;
+use tilemm::host::{self, cpu};
+use tilemm::plan::Plan;
+use tilemm::problem::Problem;
+use tilemm::runtime::backend::GpuSession;
+use tilemm::runtime::gpu::DeviceMatrix;
+use tilemm::runtime::timing::Samples;
+use tilemm::types::element::HostData;
+use tilemm::verify::{Reference, ReferencePlan};
+use tilemm::Result;
 
 /// One problem's operands and reference, measured by every implementation in turn.
 pub struct Workload<'a> {
@@ -29,7 +29,7 @@ pub struct Workload<'a> {
 
 impl<'a> Workload<'a> {
     /// The operands of `problem` (tilemm's random data, from
-    /// [`crate::io::inputs::random_operands`]) and their reference, computed as `plan` says
+    /// [`crate::inputs::random_operands`]) and their reference, computed as `plan` says
     /// ([`crate::measure::run::plan_host_memory`] fits it to the host). Every result is held to the
     /// bound and to the precision limit of random inputs, so that no row computed in a lower
     /// precision than its label passes.
@@ -51,7 +51,7 @@ pub struct Measurement {
     /// The product.
     pub problem: Problem,
     /// The precision it computed: the problem's, except the CPU path's f32 in a tf32 run.
-    pub computed: crate::problem::Precision,
+    pub computed: tilemm::problem::Precision,
     /// How the times were taken: "device timestamps", "host clock".
     pub timing: &'static str,
     /// Each timed run, in milliseconds.
@@ -62,7 +62,7 @@ pub struct Measurement {
     pub min_ms: f64,
     /// GFLOPS at the median.
     pub gflops: f64,
-    /// The GFLOPS as a percentage of the device's peak, where known (see [`crate::device::peak`]).
+    /// The GFLOPS as a percentage of the device's peak, where known (see [`tilemm::device::peak`]).
     pub percent_of_peak: Option<f64>,
     /// Whether the result met the verification bound.
     pub verified: bool,
@@ -85,7 +85,7 @@ pub(crate) fn measured(
     Ok(Measurement {
         implementation,
         problem: *problem,
-        computed: problem.precision,
+        computed: problem.precision(),
         timing,
         min_ms: samples.min(),
         median_ms,
@@ -156,7 +156,7 @@ pub fn gpu_from_host(
         operands: Operands { a, b, c0 },
         reference,
     } = work;
-    let c = host::zeros_of(problem.precision.output, problem.c_len(), "C on the host")?;
+    let c = host::zeros_of(problem.precision().output, problem.c_len(), "C on the host")?;
     let _pinned = if registered {
         Some(gpu.register(&[a.as_bytes(), b.as_bytes(), c.as_bytes()])?)
     } else {
@@ -169,8 +169,8 @@ pub fn gpu_from_host(
             [a.lend(), b.lend()],
             c0.as_ref().map(HostData::lend),
             &mut |done| {
-                crate::with_data!(&mut *c, v => {
-                    let done = crate::types::element::Element::lent(done)
+                tilemm::with_data!(&mut *c, v => {
+                    let done = tilemm::types::element::Element::lent(done)
                         .expect("C comes back in its own type");
                     v.copy_from_slice(done);
                 });
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn cpu_measurement_has_a_median_and_is_verified() {
         let p = Problem::new(64, 48, 32).unwrap();
-        let ops = crate::io::inputs::random_operands(&p, 3).unwrap();
+        let ops = crate::inputs::random_operands(&p, 3).unwrap();
         let plan = ReferencePlan::fit(&p, 2, None).unwrap();
         let work = Workload::new(&p, &ops, plan).unwrap();
         let m = cpu_gemm(&work, 3).unwrap();

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::device::{DeviceInfo, DeviceKind, DeviceLimits, TypeSupport};
-use crate::types::{DType, MatrixUnit};
+use tilemm::device::{DeviceInfo, DeviceKind, DeviceLimits, TypeSupport};
+use tilemm::types::{DType, MatrixUnit};
 
 /// Who makes the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +154,7 @@ pub(crate) fn amd_occupancy(
 }
 
 impl Arch {
-    /// The architecture as a device for [`crate::plan::check::runnable`]: its plane width and
+    /// The architecture as a device for [`tilemm::plan::check::runnable`]: its plane width and
     /// types, the matrix units and instructions CubeCL reaches on it (WMMA and rocWMMA
     /// fragments of 16×16×16, f16 everywhere and bf16 from sm_80; `mma.sync` m16n8k16 and
     /// `cp.async` from sm_80), and no limits on a block: the compile check reports what a

@@ -19,9 +19,9 @@ use cubecl::profile::TimingMethod;
 use cubecl::{Compiler, ExecutionMode};
 use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
 
-use crate::error::{Error, Result};
-use crate::plan::Plan;
-use crate::problem::{DType, Precision};
+use tilemm::plan::Plan;
+use tilemm::problem::{DType, Precision};
+use tilemm::{Error, Result};
 
 /// A language the kernels can be emitted in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -150,12 +150,12 @@ fn definition(
     let b = &mut builder;
     let packed = target == Target::Wgsl;
     let fragment_loads = match target {
-        Target::Hip => crate::kernels::FragmentLoads::AlongK,
-        Target::Cuda | Target::Wgsl => crate::kernels::FragmentLoads::EitherLayout,
+        Target::Hip => tilemm::kernels::FragmentLoads::AlongK,
+        Target::Cuda | Target::Wgsl => tilemm::kernels::FragmentLoads::EitherLayout,
     };
     let dim =
-        crate::kernels::with_kernel_types!(precision, packed, config.expand(b, fragment_loads));
-    let output = crate::kernels::stored_output(precision, packed);
+        tilemm::kernels::with_kernel_types!(precision, packed, config.expand(b, fragment_loads));
+    let output = tilemm::kernels::stored_output(precision, packed);
     let name = kernel_name(plan, precision.accumulate, output);
     let settings = KernelSettings::default()
         .cube_dim(dim)
@@ -221,7 +221,7 @@ pub fn source(plan: &Plan, target: Target) -> Result<String> {
 /// The source the JIT compiles for `plan` on `target` in `precision`.
 pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<String> {
     // CubeCL's kernel builder reads its configuration: tilemm's, not a cubecl.toml nearby.
-    crate::runtime::cache::configure_cubecl();
+    tilemm::runtime::cache::configure_cubecl();
     if target != Target::Cuda && plan.kernel().cuda_only() {
         return Err(Error::Emit {
             target: target.name(),
@@ -314,7 +314,7 @@ pub fn hip_source(
     warp_size: u32,
     units: HipMatrixUnits,
 ) -> Result<String> {
-    crate::runtime::cache::configure_cubecl();
+    tilemm::runtime::cache::configure_cubecl();
     type Hip =
         CppCompiler<cubecl_cpp::hip::HipDialect<cubecl_cpp::hip::mma::WmmaIntrinsicCompiler>>;
     type HipRocWmma =
@@ -348,7 +348,7 @@ pub fn hip_source(
 #[cfg(test)]
 mod cpp_tests {
     use super::*;
-    use crate::kernels::Kernel;
+    use tilemm::kernels::Kernel;
 
     fn plan(text: &str) -> Plan {
         Plan::new(text.parse().unwrap())
@@ -452,7 +452,7 @@ mod cpp_tests {
 #[cfg(all(test, feature = "wgpu"))]
 mod tests {
     use super::*;
-    use crate::kernels::Kernel;
+    use tilemm::kernels::Kernel;
 
     #[test]
     fn the_wgsl_shows_the_tiled_kernels_shared_tiles_and_barriers() {

@@ -5,9 +5,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{tool_error, ResourceUsage, Toolchain};
-use crate::error::Result;
-use crate::plan::Plan;
 use crate::tools::compile_check::arch::{amd_occupancy, Arch};
+use tilemm::plan::Plan;
+use tilemm::Result;
 
 /// Stands in for `<hip/hip_runtime.h>` so no ROCm installation is needed.
 const HIP_SHIM: &str = include_str!("hip_shim.h");
@@ -50,7 +50,7 @@ pub fn hip_headers() -> Option<PathBuf> {
 /// Whether `plan` on `arch` is compiled through rocWMMA: the tensor-core rung on CDNA
 /// (wavefronts of 64), whose matrix cores CubeCL 0.10 reaches only that way.
 pub fn through_rocwmma(plan: &Plan, arch: &Arch) -> bool {
-    matches!(plan.config, crate::Config::Tensorcore(_))
+    matches!(plan.config, tilemm::Config::Tensorcore(_))
         && arch.vendor == super::arch::Vendor::Amd
         && arch.warp_size == 64
 }
@@ -170,7 +170,7 @@ fn has_every_include(source: &str, include: &Path) -> bool {
 
 pub(super) fn check(
     plan: &Plan,
-    precision: crate::problem::Precision,
+    precision: tilemm::problem::Precision,
     arch: &Arch,
     source: &str,
     tools: &Toolchain,

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use cudarc::nvrtc::{result, sys};
 
 use super::{tool_error, ResourceUsage, Toolchain};
-use crate::error::Result;
-use crate::plan::Plan;
 use crate::tools::compile_check::arch::{nvidia_occupancy, Arch};
 use crate::tools::compile_check::loops::sass_main_loop;
+use tilemm::plan::Plan;
+use tilemm::Result;
 
 const NVRTC_HINT: &str = "libnvrtc.so not found: install the CUDA toolkit, or \
     `pip install nvidia-cuda-nvrtc-cu12` and add its nvidia/cuda_nvrtc/lib to LD_LIBRARY_PATH";
@@ -72,7 +72,7 @@ pub(super) fn preflight(tools: &Toolchain) -> Result<PathBuf> {
 
 pub(super) fn check(
     plan: &Plan,
-    precision: crate::problem::Precision,
+    precision: tilemm::problem::Precision,
     arch: &Arch,
     source: &str,
     tools: &Toolchain,

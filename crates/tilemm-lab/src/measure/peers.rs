@@ -11,20 +11,19 @@
 
 use std::fmt;
 
-use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
 use crate::measure::bench::{Measurement, Workload};
-use crate::problem::DType;
-use crate::runtime::backend::GpuSession;
-#[cfg(feature = "peers")]
-use crate::{
-    error::one_line,
-    problem::Problem,
-    runtime::backend::with_session,
-    runtime::gpu::{DeviceMatrix, Session},
-};
 #[cfg(feature = "peers")]
 use cubecl::prelude::*;
+use tilemm::device::DeviceInfo;
+use tilemm::problem::DType;
+use tilemm::runtime::backend::GpuSession;
+#[cfg(feature = "peers")]
+use tilemm::{
+    one_line,
+    problem::Problem,
+    runtime::gpu::{DeviceMatrix, Session},
+};
+use tilemm::{Error, Result};
 
 /// A cubek-matmul strategy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,7 +149,7 @@ pub fn cubek(
         }
         other => (other, format!("cubek-matmul 0.2 {other}")),
     };
-    let wanted = problem.precision.input;
+    let wanted = problem.precision().input;
     let computed = resolved.computes(wanted, gpu.info());
     if computed != wanted {
         return Err(Error::Baseline {
@@ -175,10 +174,10 @@ fn launch_cubek<R: cubecl::Runtime>(
     [a, b, c]: [&DeviceMatrix; 3],
 ) -> Result<()> {
     use cubek_matmul::definition::{MatmulElems, MatmulGlobalElems};
-    let dtype = problem.precision.input;
-    let plain = problem.batch == 1
-        && problem.precision == crate::problem::Precision::of(dtype)
-        && [problem.a, problem.b, problem.c]
+    let dtype = problem.precision().input;
+    let plain = problem.batch() == 1
+        && problem.precision() == tilemm::problem::Precision::of(dtype)
+        && [problem.a(), problem.b(), problem.c()]
             .iter()
             .all(|v| v.col_stride == 1 && v.row_stride == v.cols && v.offset == 0);
     if !plain {
@@ -210,7 +209,7 @@ fn launch_cubek<R: cubecl::Runtime>(
         DType::F64 => f64::as_type_native_unchecked(),
     }
     .storage_type();
-    let (mm, k, n) = (problem.m, problem.k, problem.n);
+    let (mm, k, n) = (problem.m(), problem.k(), problem.n());
     let lhs = cubek_std::InputBinding::new(tensor(a, mm, k), element);
     let rhs = cubek_std::InputBinding::new(tensor(b, k, n), element);
     // Half precisions accumulate in f32, as tilemm's do.
@@ -241,7 +240,22 @@ fn run_cubek(
     problem: &Problem,
     matrices: [&DeviceMatrix; 3],
 ) -> Result<()> {
-    gpu.guarded(|| with_session!(gpu, s => launch_cubek(s, strategy, problem, matrices)))
+    struct Cubek<'a> {
+        strategy: &'a cubek_matmul::launch::Strategy,
+        problem: &'a Problem,
+        matrices: [&'a DeviceMatrix; 3],
+    }
+    impl tilemm::runtime::backend::OnRuntime for Cubek<'_> {
+        type Output = ();
+        fn run<R: cubecl::Runtime>(self, session: &Session<R>) -> Result<()> {
+            launch_cubek(session, self.strategy, self.problem, self.matrices)
+        }
+    }
+    gpu.with_runtime(Cubek {
+        strategy,
+        problem,
+        matrices,
+    })
 }
 
 /// Without `--features peers`: says how to build them.
@@ -261,7 +275,7 @@ pub fn cubek(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{test_device, DeviceKind};
+    use tilemm::device::{test_device, DeviceKind};
 
     #[test]
     fn tensor_core_strategies_on_f32_data_are_tf32_where_the_device_has_it() {

@@ -3,7 +3,7 @@
 //! then the median of timed calls) and checked against the same reference.
 
 #[allow(unused_imports)]
-use crate::io::inputs::Operands;
+use crate::inputs::Operands;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 use crate::measure::bench::{measured, Measurement, Workload};
 
@@ -11,15 +11,15 @@ use crate::measure::bench::{measured, Measurement, Workload};
 /// A·B of `T` in the precision of `dtype` (whose data `T` holds: f32 for tf32), one matrix,
 /// α = 1, β = 0.
 #[allow(dead_code)]
-fn dense<'a, T: crate::types::element::Element>(
-    problem: &crate::problem::Problem,
+fn dense<'a, T: tilemm::types::element::Element>(
+    problem: &tilemm::problem::Problem,
     operands: &'a Operands,
-    dtype: crate::problem::DType,
-) -> crate::error::Result<(&'a [T], &'a [T])> {
+    dtype: tilemm::problem::DType,
+) -> tilemm::Result<(&'a [T], &'a [T])> {
     debug_assert_eq!(dtype.storage(), T::DTYPE);
-    let plain = crate::problem::Shape {
-        precision: crate::problem::Precision::of(dtype),
-        ..crate::problem::Shape::new(problem.m, problem.k, problem.n)
+    let plain = tilemm::problem::Shape {
+        precision: tilemm::problem::Precision::of(dtype),
+        ..tilemm::problem::Shape::new(problem.m(), problem.k(), problem.n())
     }
     .problem()?;
     match (
@@ -28,7 +28,7 @@ fn dense<'a, T: crate::types::element::Element>(
         operands.b.as_slice::<T>(),
     ) {
         (true, Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(crate::error::Error::Baseline {
+        _ => Err(tilemm::Error::Baseline {
             name: "the vendor's BLAS".into(),
             reason: format!("it covers dense row-major A·B in {dtype} here, so far"),
         }),
@@ -68,9 +68,9 @@ pub fn cublas_gemm(
     repeat: usize,
     copies: HostCopies,
 ) -> Result<Measurement> {
-    use crate::problem::DType;
+    use tilemm::problem::DType;
     let named = |name: &str| format!("{name}{}", copies.suffix());
-    match work.problem.precision.input {
+    match work.problem.precision().input {
         DType::F32 => cublas::<f32>(
             index,
             work,
@@ -114,7 +114,7 @@ pub fn cublas_gemm(
     }
 }
 #[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::error::{Error, Result};
+use tilemm::{Error, Result};
 
 /// cuBLAS on CUDA device `index` in `T` (`dtype`'s data): row-major C = A·B computed as
 /// column-major Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.
@@ -124,11 +124,11 @@ fn cublas<T>(
     work: &Workload,
     repeat: usize,
     name: &str,
-    dtype: crate::problem::DType,
+    dtype: tilemm::problem::DType,
     copies: HostCopies,
 ) -> Result<Measurement>
 where
-    T: crate::types::element::Element
+    T: tilemm::types::element::Element
         + cudarc::driver::DeviceRepr
         + cudarc::driver::ValidAsZeroBits,
     cudarc::cublas::CudaBlas: cudarc::cublas::Gemm<T>,
@@ -146,10 +146,10 @@ where
         device: format!("CUDA device {index}"),
         reason: format!("cuBLAS baseline: {what}: {e:?}"),
     };
-    if !crate::runtime::backend::cuda::driver_present() {
+    if !tilemm::runtime::backend::cuda::driver_present() {
         return Err(Error::NoDevice(format!(
             "no NVIDIA driver found (libcuda.so): {}",
-            crate::runtime::backend::cuda::INSTALL_HINT
+            tilemm::runtime::backend::cuda::INSTALL_HINT
         )));
     }
     // SAFETY: only tries to dlopen libcublas.
@@ -160,7 +160,7 @@ where
         ));
     }
     problem.check_operands(a.len(), b.len())?;
-    let (m, k, n) = (problem.m, problem.k, problem.n);
+    let (m, k, n) = (problem.m(), problem.k(), problem.n());
     let int = |d: usize| i32::try_from(d).map_err(|e| error("dimension over 2³¹", &e));
     let (m32, k32, n32) = (int(m)?, int(k)?, int(n)?);
     let ctx = CudaContext::new(index).map_err(|e| error("context", &e))?;
@@ -188,7 +188,7 @@ where
         let start = ctx.new_event(timing).map_err(|e| error("event", &e))?;
         let end = ctx.new_event(timing).map_err(|e| error("event", &e))?;
         start.record(&stream).map_err(|e| error("event", &e))?;
-        if dtype == crate::problem::DType::TF32 {
+        if dtype == tilemm::problem::DType::TF32 {
             // SAFETY: as for `gemm` below; the f32 buffers are what GemmEx's CUDA_R_32F
             // describes, and α, β are f32 for a 32F compute type.
             unsafe { tf32_gemm(&blas, &config, &b_dev, &a_dev, c_dev) }
@@ -229,7 +229,7 @@ where
             bytemuck::cast_slice::<T, u8>(b),
             bytemuck::cast_slice::<T, u8>(&c_host),
         ];
-        Some(crate::runtime::backend::cuda::register(index, &spans)?)
+        Some(tilemm::runtime::backend::cuda::register(index, &spans)?)
     } else {
         None
     };
@@ -241,7 +241,7 @@ where
         stream
             .memcpy_htod(b, &mut b_dev)
             .map_err(|e| error("upload", &e))?;
-        if dtype == crate::problem::DType::TF32 {
+        if dtype == tilemm::problem::DType::TF32 {
             // SAFETY: as in `run`.
             unsafe { tf32_gemm(&blas, &config, &b_dev, &a_dev, &mut c_dev) }
         } else {
@@ -368,7 +368,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
         operands,
         reference,
     } = work;
-    let (a, b) = dense::<f32>(problem, operands, crate::problem::DType::F32)?;
+    let (a, b) = dense::<f32>(problem, operands, tilemm::problem::DType::F32)?;
     use std::os::raw::c_void;
 
     use cubecl_hip_sys as hip;
@@ -378,10 +378,10 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
         device: device.clone(),
         reason: format!("rocBLAS baseline: {what} failed with status {status}"),
     };
-    if !crate::runtime::backend::hip::runtime_present() {
+    if !tilemm::runtime::backend::hip::runtime_present() {
         return Err(Error::NoDevice(format!(
             "no AMD ROCm runtime found: {}",
-            crate::runtime::backend::hip::INSTALL_HINT
+            tilemm::runtime::backend::hip::INSTALL_HINT
         )));
     }
     let lib = rocblas::open().map_err(|e| {
@@ -390,7 +390,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
         ))
     })?;
     problem.check_operands(a.len(), b.len())?;
-    let (m, k, n) = (problem.m, problem.k, problem.n);
+    let (m, k, n) = (problem.m(), problem.k(), problem.n());
     let int = |d: usize| i32::try_from(d).map_err(|_| error("dimension over 2³¹", d as i64));
     let (m32, k32, n32) = (int(m)?, int(k)?, int(n)?);
     let check = |what: &str, status: hip::hipError_t| {
@@ -483,7 +483,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
             };
             let warm_up = || {
                 run()?;
-                let mut c = crate::host::zeros::<f32>(m * n, "C from the device")?;
+                let mut c = tilemm::host::zeros::<f32>(m * n, "C from the device")?;
                 check(
                     "hipMemcpy",
                     hip::hipMemcpy(
@@ -494,7 +494,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
                     ),
                 )?;
                 Ok(reference
-                    .check(&crate::types::element::HostData::F32(c))?
+                    .check(&tilemm::types::element::HostData::F32(c))?
                     .pass)
             };
             let measurement = measured(

@@ -3,21 +3,21 @@
 
 use std::time::{Duration, Instant};
 
-use crate::device::{DeviceInfo, DeviceKind};
-use crate::error::Result;
-use crate::host::cpu;
-use crate::host::{self, Bytes};
-use crate::io::inputs::{Operands, Source};
+use crate::inputs::{Operands, Source};
 use crate::measure::report::{
     CpuTimes, FirstRun, HostMemory, KernelReport, Report, SecondRun, Transfer,
 };
-use crate::plan::panels::Schedule;
-use crate::plan::Plan;
-use crate::problem::Problem;
-use crate::runtime::backend::{open_device, Backend, GpuSession};
-use crate::tune::{self, KernelChoice, TuneOptions, TuneReport};
-use crate::types::element::HostData;
-use crate::verify::{Reference, ReferencePlan};
+use tilemm::device::{DeviceInfo, DeviceKind};
+use tilemm::host::cpu;
+use tilemm::host::{self, Bytes};
+use tilemm::plan::panels::Schedule;
+use tilemm::plan::Plan;
+use tilemm::problem::Problem;
+use tilemm::runtime::backend::{open_device, Backend, GpuSession};
+use tilemm::tune::{self, KernelChoice, TuneOptions, TuneReport};
+use tilemm::types::element::HostData;
+use tilemm::verify::{Reference, ReferencePlan};
+use tilemm::Result;
 
 /// What `run` should use.
 #[derive(Clone, Debug)]
@@ -55,7 +55,7 @@ fn host_bytes_besides_reference(problem: &Problem, gpu: Option<&DeviceInfo>) -> 
     let [a, b, c] = problem.operand_bytes().map(|x| Bytes::exactly(x as u64));
     // C₀, when read, is kept for the reference; the CPU path widens half precisions to f32.
     let c0 = if problem.reads_c() { c } else { Bytes::ZERO };
-    let widened = if problem.precision.input.size_bytes() < 4 {
+    let widened = if problem.precision().input.size_bytes() < 4 {
         Bytes::of(problem.a_len(), 4)
             + Bytes::of(problem.b_len(), 4)
             + Bytes::of(problem.c_len(), 4)
@@ -127,15 +127,15 @@ impl Runner {
         let gpu = open_device(options.backend, options.device, &mut notes)?;
         // tf32 is a promise of tf32 matrix units: the CPU path would compute f32 and label it
         // tf32.
-        if gpu.is_none() && problem.precision.input == crate::problem::DType::TF32 {
-            return Err(crate::device::no_tf32("the CPU path"));
+        if gpu.is_none() && problem.precision().input == tilemm::problem::DType::TF32 {
+            return Err(tilemm::device::no_tf32("the CPU path"));
         }
         if let Some(gpu) = &gpu {
             // What the device refuses whatever the kernel (a type it lacks, a grid over its
             // limits), before the host's memory and before tuning.
             let first = match options.kernel {
                 KernelChoice::Fixed(config) => Plan::new(config),
-                KernelChoice::Auto => Plan::default_for(crate::Kernel::Naive),
+                KernelChoice::Auto => Plan::default_for(tilemm::Kernel::Naive),
             };
             gpu.schedule(problem, &first)?;
         }
@@ -160,7 +160,7 @@ impl Runner {
             }
             (_, KernelChoice::Fixed(config)) => (Plan::new(config), None),
             // No GPU runs: the plan is never used.
-            (None, KernelChoice::Auto) => (Plan::default_for(crate::Kernel::Tiled), None),
+            (None, KernelChoice::Auto) => (Plan::default_for(tilemm::Kernel::Tiled), None),
         };
         // Made once, here, and handed to compile, both runs and the report.
         let schedule = gpu
@@ -244,7 +244,11 @@ impl Runner {
 
         // The CPU crate, timed on its second call so the thread pool's start-up is not counted;
         // the first call is a small product, so that it costs no memory of note.
-        let warm = Problem::new(problem.m.min(64), problem.k.min(64), problem.n.min(64))?;
+        let warm = Problem::new(
+            problem.m().min(64),
+            problem.k().min(64),
+            problem.n().min(64),
+        )?;
         let warm_data = HostData::F32(vec![0.0; 64 * 64]);
         cpu::product(&warm, &warm_data, &warm_data, None)?;
         let start = Instant::now();
@@ -309,7 +313,7 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::test_device;
+    use tilemm::device::test_device;
 
     fn device(kind: DeviceKind) -> DeviceInfo {
         test_device(0, kind)
