@@ -18,7 +18,6 @@
 //! throws (a C++ exception) reaches the caller's `catch`, as through the reference BLAS.
 
 pub mod call;
-pub mod model;
 pub mod route;
 pub mod symbols;
 

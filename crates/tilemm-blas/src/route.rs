@@ -13,8 +13,8 @@ use tilemm::dispatch::{self, DeviceSpec};
 use tilemm::{Backend, DeviceKind, GpuSession};
 
 use crate::call::{Call, Op, Real, Work};
-use crate::model::{Candidate, Choice, Model};
 use crate::symbols;
+use tilemm::dispatch::model::{Candidate, Choice, Model};
 
 /// `TILEMM_BLAS`: which route calls take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,14 +208,10 @@ fn named(gpu: &GpuSession) -> String {
 fn identity<T: Real>(route: Route) -> String {
     match route {
         Route::Gpu => match gpu() {
-            Ok(gpu) => format!("gpu {}", named(gpu)),
+            Ok(gpu) => dispatch::route::gpu_id(gpu),
             Err(_) => "gpu none".into(),
         },
-        Route::Cpu => format!(
-            "cpu {}, {} threads",
-            tilemm::host::cpu::CPU_GEMM,
-            tilemm::host::cpu::threads()
-        ),
+        Route::Cpu => dispatch::route::cpu_id(),
         // With the settings that decide its threads: a run with one thread must not speak for
         // runs with all of them.
         Route::Blas => {
@@ -299,17 +295,16 @@ fn available<T: Real>() -> Vec<Route> {
     routes
 }
 
+/// The process's route model (the dispatch layer's), its loading notes logged once.
 fn model() -> &'static Mutex<Model> {
-    static MODEL: OnceLock<Mutex<Model>> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let mut notes = Vec::new();
-        let path = tilemm::runtime::cache::dir().map(|d| d.join("blas-routes.json"));
-        let model = Model::load(path, &mut notes);
+    static LOGGED: OnceLock<()> = OnceLock::new();
+    let (model, notes) = dispatch::route::model();
+    LOGGED.get_or_init(|| {
         for note in notes {
             log(|| format!("tilemm-blas: {note}"));
         }
-        Mutex::new(model)
-    })
+    });
+    model
 }
 
 /// How a call is described in the log: the entry point, then the Fortran-form call.
@@ -460,7 +455,7 @@ const MAX_MEASURES: usize = 12;
 /// `call`'s route under `auto`: its class's, fixed when the class's first call came. That call
 /// first times the routes that could win (each twice, as the model asks) on copies of C, so
 /// that the caller's C is computed by the route chosen; later, every
-/// [`RECHECK`](crate::model::RECHECK)th call of the class times another route again on a copy,
+/// [`RECHECK`](tilemm::dispatch::model::RECHECK)th call of the class times another route again on a copy,
 /// for the model (and later processes), never for the caller's result.
 ///
 /// # Safety
@@ -468,7 +463,7 @@ const MAX_MEASURES: usize = 12;
 unsafe fn auto_route<T: Real>(entry: &Entry, call: &Call<T>) -> Route {
     let found = candidates::<T>();
     let (precision, fmas) = (T::PRECISION, call.fmas());
-    let class = (precision, crate::model::bucket(fmas));
+    let class = (precision, tilemm::dispatch::model::bucket(fmas));
     let known = {
         let fixed = FIXED.lock().unwrap_or_else(|e| e.into_inner());
         fixed.iter().find(|(c, _)| *c == class).map(|(_, r)| *r)

@@ -4,10 +4,12 @@
 //!   once; front ends override fields, never read the environment again;
 //! - [`DeviceSpec`]: a device as every front end names it (`cuda:1`, `hip`, `wgpu:0`, `cpu`);
 //! - [`sessions`]: one GPU session per device for the process, shared by all front ends;
-//! - [`route`]: whether a product goes to the GPU, its transfers included, or stays home;
+//! - [`route`] and [`model`]: whether a product goes to the GPU, its transfers included, or
+//!   stays home: measured where the BLAS has measured the size, else the link's cost model;
 //! - [`choose`]: which kernel runs, without waiting on a search unless one is asked for.
 
 pub mod choose;
+pub mod model;
 pub mod route;
 pub mod sessions;
 mod settings;

@@ -1,7 +1,11 @@
-//! Whether a product goes to the GPU or stays on the CPU: the cost model of the link
-//! ([`crate::runtime::link::offload`]), decided once per shape class for the process.
+//! Whether a product goes to the GPU or stays on the CPU, decided once per shape class for the
+//! process: by the measured route model ([`super::model`]) where both routes have been timed at
+//! the product's size, else by the cost model of the link
+//! ([`crate::runtime::link::offload`]).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+
+use super::model::{self, Model};
 
 use crate::error::Result;
 use crate::problem::Problem;
@@ -26,6 +30,14 @@ pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>>
     if let Some(why) = known(&ROUTED.lock().unwrap_or_else(|e| e.into_inner())) {
         return Ok(why);
     }
+    if let Some(why) = measured_verdict(gpu, problem) {
+        let mut routed = ROUTED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(decided) = known(&routed) {
+            return Ok(decided);
+        }
+        routed.push((key, why.clone()));
+        return Ok(why);
+    }
     let link = gpu.link()?;
     let peak =
         crate::device::peak::datasheet(&gpu.info().name, problem.precision).map(|p| p.gflops);
@@ -48,4 +60,60 @@ pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>>
     }
     routed.push((key, why.clone()));
     Ok(why)
+}
+
+/// The process's measured route model, loaded from tilemm's cache (`routes.json`) by the first
+/// caller, with the notes of its loading (a file that could not be used).
+pub fn model() -> &'static (Mutex<Model>, Vec<String>) {
+    static MODEL: OnceLock<(Mutex<Model>, Vec<String>)> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let mut notes = Vec::new();
+        let path = crate::runtime::cache::dir().map(|d| d.join("routes.json"));
+        let model = Model::load(path, &mut notes);
+        (Mutex::new(model), notes)
+    })
+}
+
+/// The route model's name for tilemm's CPU path on this machine.
+pub fn cpu_id() -> String {
+    format!(
+        "cpu {}, {} threads",
+        crate::host::cpu::CPU_GEMM,
+        crate::host::cpu::threads()
+    )
+}
+
+/// The route model's name for `gpu`: backend, device and driver.
+pub fn gpu_id(gpu: &GpuSession) -> String {
+    format!(
+        "gpu {} {} ({})",
+        gpu.backend(),
+        gpu.info().name,
+        gpu.info().driver
+    )
+}
+
+/// The measured verdict for `problem`'s size: `Some(Some(why))` keeps it on the CPU,
+/// `Some(None)` sends it to `gpu`, `None` where the two routes have not both been timed in
+/// full at its size.
+fn measured_verdict(gpu: &GpuSession, problem: &Problem) -> Option<Option<String>> {
+    let fmas = (problem.m * problem.n * problem.k * problem.batch) as f64;
+    let bucket = model::bucket(fmas);
+    let precision = problem.precision.to_string();
+    let model = model().0.lock().unwrap_or_else(|e| e.into_inner());
+    let timed = |id: &str| {
+        model
+            .measured(id, &precision, bucket)
+            .filter(|m| m.samples >= model::SAMPLES)
+    };
+    let (cpu, device) = (timed(&cpu_id())?, timed(&gpu_id(gpu))?);
+    Some((cpu.ns_per_fma < device.ns_per_fma).then(|| {
+        format!(
+            "measured faster on the CPU at this size ({:.4} ns per multiply-add, against {:.4} \
+             on {})",
+            cpu.ns_per_fma,
+            device.ns_per_fma,
+            gpu.info().name
+        )
+    }))
 }

@@ -1,5 +1,8 @@
-//! The routing model: how long each route took per multiply-add, by size, kept in tilemm's
-//! cache (`blas-routes.json`) so that later processes start from what earlier ones measured.
+//! The measured route model: how long each route took per multiply-add, by size, kept in
+//! tilemm's cache (`routes.json`) so that later processes start from what earlier ones
+//! measured. The drop-in BLAS measures its routes into it; the front door reads it
+//! ([`crate::dispatch::route`]), and falls back on the link's cost model where a size has not
+//! been measured on both the CPU and the GPU.
 //!
 //! Like NVBLAS's size heuristic, a call's route follows its size, here M·N·K in half-octave
 //! buckets of its cube root (64³ and 90³ are neighbours). Unlike it, the threshold is measured
@@ -142,7 +145,7 @@ impl Model {
     }
 
     fn read(path: &Path, notes: &mut Vec<String>) -> BTreeMap<String, Measured> {
-        let bytes = match tilemm::io::files::read_regular(path, MAX_BYTES) {
+        let bytes = match crate::io::files::read_regular(path, MAX_BYTES) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
             Err(e) => {
@@ -355,7 +358,7 @@ impl Model {
         let Some(path) = self.path.clone() else {
             return;
         };
-        let saved = tilemm::io::files::replace_locked(&path, LOCK_WAIT, || {
+        let saved = crate::io::files::replace_locked(&path, LOCK_WAIT, || {
             // What other processes saved since, with this process's timing of this key.
             let mut entries = Self::read(&path, &mut Vec::new());
             let merged = entries.entry(key).or_default();
@@ -528,7 +531,7 @@ mod tests {
     #[test]
     fn the_file_is_shared_and_a_damaged_one_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("blas-routes.json");
+        let path = dir.path().join("routes.json");
         let mut notes = Vec::new();
         let mut first = Model::load(Some(path.clone()), &mut notes);
         first.record("cpu", F32, 1e6, time(1.0, 1e6), &mut notes);
