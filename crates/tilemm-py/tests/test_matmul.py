@@ -247,7 +247,9 @@ def test_the_acceptance_examples():
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), alpha=float("nan")), tilemm.ArgumentError, "finite"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), kernel="nope"), tilemm.ArgumentError, "nope"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="tpu"), tilemm.ArgumentError, "tpu"),
-        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="cpu:1"), tilemm.UnavailableError, "cpu"),
+        # Named as every front end names devices (tilemm.DeviceSpec): the CPU has no index.
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="cpu:1"), tilemm.ArgumentError, "CPU has no device index"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="wgpu:99"), tilemm.UnavailableError, "#99"),
     ],
 )
 def test_errors_are_numpys_classes_and_tilemms(call, error, words):
