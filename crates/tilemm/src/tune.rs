@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::inputs;
 use crate::kernels::{Compiler, Config, Kernel};
 use crate::plan::Plan;
-use crate::problem::{Layout, MatrixDesc, Precision, Problem};
+use crate::problem::{Layout, MatrixDesc, Problem};
 use crate::runtime::backend::GpuSession;
 use crate::runtime::timing::Samples;
 use crate::types::element::HostData;
@@ -631,8 +631,8 @@ fn ranked(all: &[Plan], proxy: &Problem, kind: DeviceKind) -> (Vec<Plan>, usize)
 
 /// Puts the candidates quick to compile first, each group in the model's order: a first call
 /// compiles one kernel, a quick one where the model keeps one.
-fn first_call_order(ranked: &mut [Plan], precision: Precision) {
-    ranked.sort_by_key(|p| !p.config.quick_to_compile(precision));
+fn first_call_order(ranked: &mut [Plan], quick: impl Fn(&Plan) -> bool) {
+    ranked.sort_by_key(|p| !quick(p));
 }
 
 /// Runs the tuner for `problem` on `gpu`.
@@ -749,7 +749,9 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         .copied()
         .collect();
     if !options.budget.searches() {
-        first_call_order(&mut untimed, problem.precision);
+        first_call_order(&mut untimed, |p| {
+            p.config.quick_to_compile(problem.precision)
+        });
     }
 
     if let Some(say) = options.on_tuning {
@@ -954,15 +956,16 @@ mod tests {
     fn a_first_call_compiles_a_quick_kernel_where_the_model_keeps_one() {
         let plan = |kernel: Kernel| Plan::new(kernel.default_config());
         let slow = plan(Kernel::Pipelined);
+        let quick = |p: &Plan| *p != slow;
         let mut ranked = vec![slow, plan(Kernel::Warptile), plan(Kernel::Tiled)];
-        first_call_order(&mut ranked, Precision::F32);
+        first_call_order(&mut ranked, quick);
         assert_eq!(
             ranked,
             [plan(Kernel::Warptile), plan(Kernel::Tiled), slow],
             "the model's order among the quick ones, the slow one last"
         );
         let mut alone = vec![slow];
-        first_call_order(&mut alone, Precision::F32);
+        first_call_order(&mut alone, quick);
         assert_eq!(
             alone,
             [slow],

@@ -209,12 +209,14 @@ pub(super) fn check(
     } else {
         command.arg("-I").arg(dir.path());
     }
+    let start = std::time::Instant::now();
     let output = command
         .arg("-o")
         .arg(dir.path().join("kernel.s"))
         .arg(&kernel)
         .output()
         .map_err(io)?;
+    let compile_seconds = start.elapsed().as_secs_f64();
     if !output.status.success() {
         return Err(tool_error(
             "clang",
@@ -275,6 +277,7 @@ pub(super) fn check(
         occupancy_limit: limit,
         main_loop: super::loops::amdgpu_main_loop(&assembly),
         matrix_ops: (!assembly.is_empty()).then(|| super::loops::amdgpu_matrix_ops(&assembly)),
+        compile_seconds,
     })
 }
 

@@ -133,7 +133,8 @@ impl LoopMix {
 /// The main loop of `lines`: the loop with the most matrix instructions, or (without any) the
 /// most FMAs; the innermost (fewest instructions) on a tie. `None` where no loop has either.
 fn main_loop(lines: &[Line]) -> Option<LoopMix> {
-    let mut best: Option<LoopMix> = None;
+    // Every loop (a backward branch to its label) with work in it.
+    let mut loops = Vec::new();
     for (end, line) in lines.iter().enumerate() {
         let Line::Instruction {
             target: Some(target),
@@ -154,19 +155,27 @@ fn main_loop(lines: &[Line]) -> Option<LoopMix> {
                 mix.add(*kind);
             }
         }
-        let work = |m: &LoopMix| (m.matrix, m.fma);
-        let better = match best {
-            None => mix.matrix > 0 || mix.fma > 0,
-            Some(b) => {
-                work(&mix) > work(&b)
-                    || (work(&mix) == work(&b) && mix.instructions < b.instructions)
-            }
-        };
-        if better {
-            best = Some(mix);
+        if mix.matrix > 0 || mix.fma > 0 {
+            loops.push((begin, end, mix));
         }
     }
-    best
+    // The interior loops: an outer loop (over K tiles, say) around a loop with the work is not
+    // where the work runs.
+    let interior = |&&(begin, end, _): &&(usize, usize, LoopMix)| {
+        !loops
+            .iter()
+            .any(|&(b, e, _)| begin <= b && e <= end && (b, e) != (begin, end))
+    };
+    let work = |m: &LoopMix| (m.matrix, m.fma);
+    loops
+        .iter()
+        .filter(interior)
+        .map(|&(_, _, mix)| mix)
+        .max_by(|x, y| {
+            work(x)
+                .cmp(&work(y))
+                .then(y.instructions.cmp(&x.instructions))
+        })
 }
 
 /// What an NVIDIA SASS opcode (with its modifiers, e.g. `LDGSTS.E.BYPASS.128`) and its

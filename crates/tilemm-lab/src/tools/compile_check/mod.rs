@@ -64,6 +64,10 @@ pub struct ResourceUsage {
     /// Matrix-unit instructions in the whole kernel (HMMA; MFMA, WMMA), where the machine code
     /// could be read.
     pub matrix_ops: Option<u32>,
+    /// How long the compiler took (NVRTC's compilation to a cubin; clang's to assembly), in
+    /// seconds on this machine: a first call compiles one kernel, and must not wait long
+    /// ([`tilemm::kernels::QUICK_COMPILE_SECONDS`]).
+    pub compile_seconds: f64,
 }
 
 impl ResourceUsage {
@@ -312,7 +316,7 @@ impl fmt::Display for ResourceUsage {
         };
         write!(
             f,
-            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6}/{:<3} {:>4.0}%  {}",
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6}/{:<3} {:>4.0}%  {:<9} {:>9.1}",
             self.plan.to_string(),
             self.arch,
             self.precision.short_name(),
@@ -339,7 +343,8 @@ impl fmt::Display for ResourceUsage {
             active,
             max,
             100.0 * f64::from(active) / f64::from(max.max(1)),
-            self.occupancy_limit
+            self.occupancy_limit,
+            self.compile_seconds
         )
     }
 }
@@ -350,7 +355,7 @@ impl Row {
     /// load (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
     /// (`async`), cube barriers per K tile (`bar/t`).
     pub const TABLE_HEADER: &str =
-        "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit";
+        "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit      compile s";
 }
 
 /// Where to find the tools.
@@ -515,6 +520,15 @@ pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolcha
                 if usage.below_fma_floor() {
                     failures.push("main loop below its FMA floor".to_string());
                 }
+                // A first call compiles one kernel: a quick one must stay quick. (Twice the
+                // limit: compile times on a shared machine vary, a regression is many times.)
+                let limit = 2.0 * tilemm::kernels::QUICK_COMPILE_SECONDS;
+                if plan.config.quick_to_compile(precision) && usage.compile_seconds > limit {
+                    failures.push(format!(
+                        "compiles in {:.1} s, over {limit:.0} s for a first call's kernel",
+                        usage.compile_seconds
+                    ));
+                }
                 failures.extend(
                     usage
                         .main_loop_failures()
@@ -626,6 +640,7 @@ mod tests {
             occupancy_limit: "LDS",
             main_loop: Some(mix),
             matrix_ops: Some(mix.matrix),
+            compile_seconds: 0.0,
         }
     }
 

@@ -96,6 +96,7 @@ pub(super) fn check(
         }
     }
     // SAFETY: `program` was just created and is destroyed once, after its log is read.
+    let start = std::time::Instant::now();
     let (compiled, log, cubin) = unsafe {
         let compiled = result::compile_program(program, &options);
         let log = result::get_program_log(program);
@@ -103,6 +104,7 @@ pub(super) fn check(
         let _ = result::destroy_program(program);
         (compiled, log, cubin)
     };
+    let compile_seconds = start.elapsed().as_secs_f64();
     let log: String = log
         .unwrap_or_default()
         .iter()
@@ -153,6 +155,7 @@ pub(super) fn check(
         occupancy_limit: limit,
         main_loop: sass.as_deref().and_then(sass_main_loop),
         matrix_ops: sass.as_deref().map(super::loops::sass_matrix_ops),
+        compile_seconds,
     })
 }
 
