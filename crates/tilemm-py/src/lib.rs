@@ -327,6 +327,77 @@ fn devices_json(py: Python<'_>) -> PyResult<String> {
     serde_json::to_string(&found).map_err(|e| raise(py, "TilemmError", e.to_string()))
 }
 
+/// Tunes the shape class of an M×K×N product in `dtype` on a device (as `tilemm tune` does,
+/// into the same cache) within `budget`, and returns the tuner's report as JSON. The device is
+/// the process's session, shared with `matmul`; a class this process has already computed
+/// keeps its kernel for the process (its bits do not change), later processes take the new
+/// choice.
+#[pyfunction]
+#[pyo3(signature = (m, k, n, dtype, backend, index, budget))]
+#[allow(clippy::too_many_arguments)]
+fn tune(
+    py: Python<'_>,
+    m: usize,
+    k: usize,
+    n: usize,
+    dtype: &str,
+    backend: Option<&str>,
+    index: Option<usize>,
+    budget: &str,
+) -> PyResult<String> {
+    let dtype: tilemm::DType = parsed(py, "dtype", dtype)?;
+    let budget: tilemm::tune::TuneBudget = parsed(py, "budget", budget)?;
+    let spec = match backend {
+        Some(name) => {
+            let backend = parsed::<Backend>(py, "device", name)?;
+            tilemm::DeviceSpec::of(backend, index)
+                .map_err(|e| raise(py, "ArgumentError", format!("device={name:?}: {e}")))?
+        }
+        None => {
+            tilemm::Settings::global()
+                .usable()
+                .map_err(|e| to_py(py, e))?
+                .device
+        }
+    };
+    let session = match spec {
+        tilemm::DeviceSpec::Cpu => {
+            return Err(raise(
+                py,
+                "ArgumentError",
+                "tune needs a GPU device: the CPU path has nothing to tune".into(),
+            ))
+        }
+        tilemm::DeviceSpec::Auto => tilemm::dispatch::sessions::session(None, None),
+        tilemm::DeviceSpec::Gpu { backend, index } => {
+            tilemm::dispatch::sessions::session(Some(backend), index)
+        }
+    }
+    .map_err(|e| to_py(py, e))?
+    .map_err(|why| {
+        raise(
+            py,
+            "UnavailableError",
+            format!("no GPU device to tune: {why}"),
+        )
+    })?;
+    let report = py
+        .detach(|| {
+            let problem = tilemm::Shape {
+                precision: tilemm::Precision::of(dtype),
+                ..tilemm::Shape::new(m, k, n)
+            }
+            .problem()?;
+            let options = tilemm::tune::TuneOptions {
+                budget,
+                ..tilemm::tune::TuneOptions::default()
+            };
+            tilemm::tune::choose(session, &problem, &options)
+        })
+        .map_err(|e| to_py(py, e))?;
+    serde_json::to_string(&report).map_err(|e| raise(py, "TilemmError", e.to_string()))
+}
+
 /// The example's experiment, as `tilemm run -m M -k K -n N` runs it on random inputs: the 1st
 /// GPU run (JIT compilation included) with its parts, the 2nd, the CPU, and the check against
 /// the f64 reference. Returns the report as JSON (`tilemm run --json`) and as text.
@@ -348,14 +419,23 @@ fn run(
     use tilemm_lab::measure::run::{RunOptions, Runner};
     let dtype: tilemm::DType = parsed(py, "dtype", dtype)?;
     let kernel: KernelChoice = parsed(py, "kernel", kernel)?;
-    let backend = backend
-        .map(|name| parsed::<Backend>(py, "backend", name))
-        .transpose()?;
+    let (backend, index) = match backend {
+        Some(name) => (Some(parsed::<Backend>(py, "backend", name)?), index),
+        // As `tilemm run`: TILEMM_DEVICE, else the best device.
+        None => tilemm::Settings::global()
+            .usable()
+            .map_err(|e| to_py(py, e))?
+            .device
+            .parts(),
+    };
     let options = RunOptions {
         backend,
         device: index,
         kernel,
-        tune: tilemm::tune::TuneOptions::default(),
+        tune: tilemm::tune::TuneOptions {
+            budget: tilemm::Settings::global().tune_budget,
+            ..tilemm::tune::TuneOptions::default()
+        },
     };
     let report = py
         .detach(|| {
@@ -384,6 +464,7 @@ fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Registration>()?;
     m.add_function(wrap_pyfunction!(devices_json, m)?)?;
     m.add_function(wrap_pyfunction!(device_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     Ok(())
 }

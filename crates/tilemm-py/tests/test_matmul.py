@@ -2,6 +2,7 @@
 errors, threads. Every case runs on the default route and again on the wgpu device (lavapipe
 where there is no GPU), so that the kernels themselves run and not only the CPU path."""
 
+import json
 import math
 import pickle
 import threading
@@ -401,3 +402,47 @@ def test_tilemm_device_in_the_environment_pins_the_device():
     env = dict(os.environ, TILEMM_DEVICE="tpu")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert "ArgumentError" in out.stderr and "tpu" in out.stderr, out.stderr
+
+
+def test_tune_searches_on_request_into_the_cache_a_later_process_reads(tmp_path):
+    # Its own process: the cache directory is read once per process, as every setting is.
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, tilemm;"
+        "r = tilemm.tune(40, 24, 72, device='wgpu', budget='none');"
+        "print(json.dumps([r['cache'], r['verified'], r['saved'], len(r['timed']), r['budget']]))"
+    )
+    env = dict(os.environ, TILEMM_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == ["miss", True, True, 1, "none"], first.stdout
+    assert (tmp_path / "tuning.json").is_file()
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)[:4] == ["hit", True, False, 0], second.stdout
+    with pytest.raises(tilemm.ArgumentError, match="nothing to tune"):
+        tilemm.tune(8, device="cpu")
+    with pytest.raises(tilemm.ArgumentError, match="budget"):
+        tilemm.tune(8, device="wgpu", budget="soon")
+
+
+def test_the_package_is_typed_and_its_stub_names_every_export():
+    import ast
+    import pathlib
+
+    package = pathlib.Path(tilemm.__file__).parent
+    assert (package / "py.typed").is_file(), "the installed package has no py.typed"
+    stub = ast.parse((package / "__init__.pyi").read_text())
+    named = set()
+    for node in stub.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            named.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            named.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            named.update(t.id for t in node.targets)
+    missing = set(tilemm.__all__) - named
+    assert not missing, f"the stub lacks {sorted(missing)}"

@@ -165,7 +165,7 @@ pub struct TuneOptions {
 impl Default for TuneOptions {
     fn default() -> Self {
         TuneOptions {
-            budget: TuneBudget::Auto,
+            budget: TuneBudget::None,
             cache: default_cache_file(),
             retune: false,
             on_tuning: None,

@@ -23,6 +23,7 @@ __all__ = [
     "matmul",
     "register",
     "run",
+    "tune",
     "RunReport",
     "devices",
     "Device",
@@ -514,16 +515,40 @@ def run(m=256, k=None, n=None, *, dtype="float32", kernel="auto", backend=None, 
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise ShapeError(f"{name} must be a positive int, not {value!r}")
     index = None
-    if isinstance(backend, str) and ":" in backend:
-        backend, _, number = backend.partition(":")
-        try:
-            index = int(number)
-        except ValueError:
-            raise ArgumentError(f"device index {number!r} is not a number") from None
+    if isinstance(backend, str):
+        backend, index = _tilemm.device_spec(backend)
     fields, text = _tilemm.run(
         int(m), int(k), int(n), _dtype_name(dtype), kernel, backend, index, int(seed)
     )
     return RunReport(json.loads(fields), text)
+
+
+def tune(m, k=None, n=None, *, dtype="float32", device=None, budget="full"):
+    """Tunes the shape class of an ``m``×``k``×``n`` product (``k`` and ``n`` default to
+    ``m``) on a GPU device, as ``tilemm tune`` does, into the same cache, and returns the
+    tuner's report (a dict: the choice, what was timed, whether it was verified and saved).
+
+    No ``matmul`` waits on a search: a class never seen gets a quick first-call kernel. This is
+    how to search ahead of time. ``budget`` is ``"full"`` (every candidate the model keeps),
+    ``"auto"``, ``"none"`` or seconds; ``device`` as for ``matmul`` (``None``: the environment's
+    ``TILEMM_DEVICE``, else the best GPU). A class this process has already computed keeps its
+    kernel for the process, so that its results do not change; later processes take the new
+    choice."""
+    k = m if k is None else k
+    n = m if n is None else n
+    for name, value in (("m", m), ("k", k), ("n", n)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ShapeError(f"{name} must be a positive int, not {value!r}")
+    backend = index = None
+    if isinstance(device, Device):
+        backend, index = device.backend, device.index
+    elif isinstance(device, str):
+        backend, index = _tilemm.device_spec(device)
+    elif device is not None:
+        raise ArgumentError(f"device must be None, a string or a tilemm.Device, not {type(device).__name__}")
+    return json.loads(
+        _tilemm.tune(int(m), int(k), int(n), _dtype_name(dtype), backend, index, str(budget))
+    )
 
 
 def __getattr__(name):
