@@ -489,24 +489,15 @@ impl CacheFile {
     /// The file's entries; an absent file is empty, and one that cannot be used is empty with
     /// a note.
     fn load(path: &Path, notes: &mut Vec<String>) -> Self {
-        // Read only as a regular file of sane size: a FIFO there would block, and a huge file
-        // would be read whole.
-        let text = match crate::io::files::read_regular(path, MAX_CACHE_BYTES)
-            .and_then(|bytes| String::from_utf8(bytes).map_err(std::io::Error::other))
-        {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::empty(),
-            Err(e) => {
-                notes.push(format!(
-                    "tuning cache {} is unreadable ({e}); ignored",
-                    path.display()
-                ));
-                return Self::empty();
+        use crate::io::files::{read_json, Kept};
+        match read_json::<CacheFile>(path, MAX_CACHE_BYTES) {
+            Kept::Absent => Self::empty(),
+            Kept::Read(file)
+                if file.format == FORMAT && file.tilemm == env!("CARGO_PKG_VERSION") =>
+            {
+                file
             }
-        };
-        match serde_json::from_str::<CacheFile>(&text) {
-            Ok(file) if file.format == FORMAT && file.tilemm == env!("CARGO_PKG_VERSION") => file,
-            Ok(file) => {
+            Kept::Read(file) => {
                 notes.push(format!(
                     "tuning cache {} is from tilemm {} (format {}), not {} (format {FORMAT}); \
                      ignored and replaced when a choice is saved",
@@ -517,9 +508,9 @@ impl CacheFile {
                 ));
                 Self::empty()
             }
-            Err(e) => {
+            Kept::Unusable(why) => {
                 notes.push(format!(
-                    "tuning cache {} is corrupt ({e}); ignored and replaced when a choice is saved",
+                    "tuning cache {} {why}; ignored and replaced when a choice is saved",
                     path.display()
                 ));
                 Self::empty()

@@ -145,24 +145,15 @@ impl Model {
     }
 
     fn read(path: &Path, notes: &mut Vec<String>) -> BTreeMap<String, Measured> {
-        let bytes = match crate::io::files::read_regular(path, MAX_BYTES) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
-            Err(e) => {
-                notes.push(format!(
-                    "routing model {} is unreadable ({e}); ignored",
-                    path.display()
-                ));
-                return BTreeMap::new();
-            }
-        };
-        match serde_json::from_slice::<File>(&bytes) {
-            Ok(file) if file.format == FORMAT => file
+        use crate::io::files::{read_json, Kept};
+        match read_json::<File>(path, MAX_BYTES) {
+            Kept::Absent => BTreeMap::new(),
+            Kept::Read(file) if file.format == FORMAT => file
                 .entries
                 .into_iter()
                 .filter(|(_, m)| m.ns_per_fma.is_finite() && m.ns_per_fma >= 0.0)
                 .collect(),
-            Ok(file) => {
+            Kept::Read(file) => {
                 notes.push(format!(
                     "routing model {} has format {}, not {FORMAT}; ignored and replaced",
                     path.display(),
@@ -170,9 +161,9 @@ impl Model {
                 ));
                 BTreeMap::new()
             }
-            Err(e) => {
+            Kept::Unusable(why) => {
                 notes.push(format!(
-                    "routing model {} is corrupt ({e}); ignored and replaced",
+                    "routing model {} {why}; ignored and replaced",
                     path.display()
                 ));
                 BTreeMap::new()

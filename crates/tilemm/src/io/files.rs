@@ -48,6 +48,32 @@ fn not_regular(what: &str) -> io::Error {
     )
 }
 
+/// What a JSON file tilemm keeps (the tuning cache, the route model) held: nothing yet, or a
+/// value, or why it cannot be used. A file that cannot be used is ignored (and replaced at the
+/// next save), never the run's failure.
+pub enum Kept<T> {
+    /// No such file.
+    Absent,
+    /// The file's value.
+    Read(T),
+    /// Why it cannot be used: "is unreadable (…)", "is corrupt (…)".
+    Unusable(String),
+}
+
+/// The JSON file at `path` as a `T`, read only as a regular file of at most `limit` bytes (a
+/// FIFO there would block, a huge file would be read whole). The caller checks its format.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, limit: u64) -> Kept<T> {
+    let bytes = match read_regular(path, limit) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Kept::Absent,
+        Err(e) => return Kept::Unusable(format!("is unreadable ({e})")),
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(value) => Kept::Read(value),
+        Err(e) => Kept::Unusable(format!("is corrupt ({e})")),
+    }
+}
+
 /// The whole of the regular file at `path`, refused past `limit` bytes.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     read_file(open_regular(path, OpenOptions::new().read(true))?, limit)
