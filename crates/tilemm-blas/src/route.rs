@@ -178,12 +178,8 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
         let _flags = FloatEnvironment::saved();
         // The process's session for the device, shared with the front door and Python (a
         // panic in a driver is a failure there, never the host program's unwinding).
-        let opened = match dispatch::Settings::global().device {
-            DeviceSpec::Gpu { backend, index } => dispatch::sessions::session(Some(backend), index),
-            DeviceSpec::Auto => dispatch::sessions::session(None, None),
-            DeviceSpec::Cpu => Ok(Err(format!("{}=cpu", dispatch::DEVICE_VARIABLE))),
-        };
-        let session = opened.unwrap_or_else(|e| Err(tilemm::one_line(&e.to_string())));
+        let session = dispatch::sessions::session_for(dispatch::Settings::global().device)
+            .unwrap_or_else(|e| Err(tilemm::one_line(&e.to_string())));
         let described = match &session {
             Ok(gpu) => format!("gpu = {}", named(gpu)),
             Err(why) => format!("gpu = none: {why}"),

@@ -327,6 +327,20 @@ fn devices_json(py: Python<'_>) -> PyResult<String> {
     serde_json::to_string(&found).map_err(|e| raise(py, "TilemmError", e.to_string()))
 }
 
+/// C = A·B, M×K×N, row-major, in `dtype` (as `tilemm run -m M -k K -n N` makes it).
+fn plain_problem(
+    m: usize,
+    k: usize,
+    n: usize,
+    dtype: tilemm::DType,
+) -> tilemm::Result<tilemm::Problem> {
+    tilemm::Shape {
+        precision: tilemm::Precision::of(dtype),
+        ..tilemm::Shape::new(m, k, n)
+    }
+    .problem()
+}
+
 /// Tunes the shape class of an M×K×N product in `dtype` on a device (as `tilemm tune` does,
 /// into the same cache) within `budget`, and returns the tuner's report as JSON. The device is
 /// the process's session, shared with `matmul`; a class this process has already computed
@@ -360,34 +374,25 @@ fn tune(
                 .device
         }
     };
-    let session = match spec {
-        tilemm::DeviceSpec::Cpu => {
-            return Err(raise(
-                py,
-                "ArgumentError",
-                "tune needs a GPU device: the CPU path has nothing to tune".into(),
-            ))
-        }
-        tilemm::DeviceSpec::Auto => tilemm::dispatch::sessions::session(None, None),
-        tilemm::DeviceSpec::Gpu { backend, index } => {
-            tilemm::dispatch::sessions::session(Some(backend), index)
-        }
-    }
-    .map_err(|e| to_py(py, e))?
-    .map_err(|why| {
-        raise(
+    if spec == tilemm::DeviceSpec::Cpu {
+        return Err(raise(
             py,
-            "UnavailableError",
-            format!("no GPU device to tune: {why}"),
-        )
-    })?;
+            "ArgumentError",
+            "tune needs a GPU device: the CPU path has nothing to tune".into(),
+        ));
+    }
+    let session = tilemm::dispatch::sessions::session_for(spec)
+        .map_err(|e| to_py(py, e))?
+        .map_err(|why| {
+            raise(
+                py,
+                "UnavailableError",
+                format!("no GPU device to tune: {why}"),
+            )
+        })?;
     let report = py
         .detach(|| {
-            let problem = tilemm::Shape {
-                precision: tilemm::Precision::of(dtype),
-                ..tilemm::Shape::new(m, k, n)
-            }
-            .problem()?;
+            let problem = plain_problem(m, k, n, dtype)?;
             let options = tilemm::tune::TuneOptions {
                 budget,
                 ..tilemm::tune::TuneOptions::default()
@@ -439,11 +444,7 @@ fn run(
     };
     let report = py
         .detach(|| {
-            let problem = tilemm::Shape {
-                precision: tilemm::Precision::of(dtype),
-                ..tilemm::Shape::new(m, k, n)
-            }
-            .problem()?;
+            let problem = plain_problem(m, k, n, dtype)?;
             let runner = Runner::new(&problem, &options)?;
             let operands = inputs::random_operands(&problem, seed)?;
             runner.run(&operands, Source::Random { seed })

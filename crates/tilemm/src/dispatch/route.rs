@@ -30,20 +30,27 @@ pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>>
     if let Some(why) = known(&ROUTED.lock().unwrap_or_else(|e| e.into_inner())) {
         return Ok(why);
     }
-    if let Some(why) = measured_verdict(gpu, problem) {
-        let mut routed = ROUTED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(decided) = known(&routed) {
-            return Ok(decided);
-        }
-        routed.push((key, why.clone()));
-        return Ok(why);
+    let why = match measured_verdict(gpu, problem) {
+        Some(why) => why,
+        None => link_verdict(gpu, problem)?,
+    };
+    let mut routed = ROUTED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(decided) = known(&routed) {
+        return Ok(decided);
     }
+    routed.push((key, why.clone()));
+    Ok(why)
+}
+
+/// The link's cost model's verdict for `problem` ([`crate::runtime::link::offload`]):
+/// `Some(why)` keeps it on the CPU.
+fn link_verdict(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>> {
     let link = gpu.link()?;
     let peak =
         crate::device::peak::datasheet(&gpu.info().name, problem.precision).map(|p| p.gflops);
     let cpu = crate::host::cpu::measured_gflops()?;
     let verdict = crate::runtime::link::offload(problem, &link, peak, cpu);
-    let why = (!verdict.device).then(|| {
+    Ok((!verdict.device).then(|| {
         format!(
             "the CPU is expected to be faster for this size ({:.3} ms at {cpu:.0} GFLOPS, against \
              {:.3} ms on {} with its transfers at {:.1} GB/s up and {:.1} GB/s down)",
@@ -53,13 +60,7 @@ pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>>
             link.upload_gb_s,
             link.download_gb_s
         )
-    });
-    let mut routed = ROUTED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(decided) = known(&routed) {
-        return Ok(decided);
-    }
-    routed.push((key, why.clone()));
-    Ok(why)
+    }))
 }
 
 /// The process's measured route model, loaded from tilemm's cache (`routes.json`) by the first
@@ -97,8 +98,7 @@ pub fn gpu_id(gpu: &GpuSession) -> String {
 /// `Some(None)` sends it to `gpu`, `None` where the two routes have not both been timed in
 /// full at its size.
 fn measured_verdict(gpu: &GpuSession, problem: &Problem) -> Option<Option<String>> {
-    let fmas = (problem.m * problem.n * problem.k * problem.batch) as f64;
-    let bucket = model::bucket(fmas);
+    let bucket = model::bucket(problem.flops() / 2.0);
     let precision = problem.precision.to_string();
     let model = model().0.lock().unwrap_or_else(|e| e.into_inner());
     let timed = |id: &str| {

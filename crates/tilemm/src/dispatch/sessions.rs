@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use super::DeviceSpec;
 use crate::error::{Error, Result};
 use crate::runtime::backend::{open_device, Backend, GpuSession};
 
@@ -54,4 +55,14 @@ pub fn session(backend: Option<Backend>, index: Option<usize>) -> Result<Opened>
     };
     opened.push(((backend, index), session.clone()));
     Ok(session)
+}
+
+/// [`session`] for a device as named: the best GPU for `auto`, none for `cpu` (the CPU is
+/// named, so there is no GPU to open, and that is the reason given).
+pub fn session_for(spec: DeviceSpec) -> Result<Opened> {
+    match spec {
+        DeviceSpec::Auto => session(None, None),
+        DeviceSpec::Gpu { backend, index } => session(Some(backend), index),
+        DeviceSpec::Cpu => Ok(Err("the CPU is named (cpu), not a GPU".into())),
+    }
 }
