@@ -97,76 +97,99 @@ fn quiet_panics() {
     });
 }
 
-/// The Fortran entry point.
-///
-/// # Safety
-/// The Fortran BLAS's contract.
-#[allow(clippy::too_many_arguments)]
-// BlasInt is i64 itself in the 64-bit-integer build.
-#[allow(clippy::useless_conversion)]
-unsafe fn fortran<T: Real>(
-    trans_a: *const c_char,
-    trans_b: *const c_char,
-    m: *const BlasInt,
-    n: *const BlasInt,
-    k: *const BlasInt,
-    alpha: *const T,
-    a: *const T,
-    lda: *const BlasInt,
-    b: *const T,
-    ldb: *const BlasInt,
-    beta: *const T,
-    c: *mut T,
-    ldc: *const BlasInt,
-) {
-    // Integers are read at this library's width: 4 bytes (from a 64-bit-integer program in
-    // front of libblas64, that is their low half, the value itself on x86-64 up to 2³¹ − 1),
-    // 8 in libtilemm_blas64.so.
-    let call = Call {
-        trans: [*trans_a as u8, *trans_b as u8],
-        m: i64::from(*m),
-        n: i64::from(*n),
-        k: i64::from(*k),
-        alpha: *alpha,
-        a,
-        lda: i64::from(*lda),
-        b,
-        ldb: i64::from(*ldb),
-        beta: *beta,
-        c,
-        ldc: i64::from(*ldc),
+/// Defines the Fortran entry point for one element type: every argument by reference, then
+/// the hidden lengths of the two character arguments. Integers are read at this library's
+/// width: 4 bytes (from a 64-bit-integer program in front of libblas64, that is their low half,
+/// the value itself on x86-64 up to 2³¹ − 1), 8 in libtilemm_blas64.so.
+macro_rules! fortran_gemm {
+    ($(#[$doc:meta])* $name:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The Fortran BLAS's contract: valid pointers for the shapes and leading dimensions.
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        // BlasInt is i64 itself in the 64-bit-integer build.
+        #[allow(clippy::useless_conversion)]
+        pub unsafe extern "C-unwind" fn $name(
+            trans_a: *const c_char,
+            trans_b: *const c_char,
+            m: *const BlasInt,
+            n: *const BlasInt,
+            k: *const BlasInt,
+            alpha: *const $t,
+            a: *const $t,
+            lda: *const BlasInt,
+            b: *const $t,
+            ldb: *const BlasInt,
+            beta: *const $t,
+            c: *mut $t,
+            ldc: *const BlasInt,
+            _trans_a_len: usize,
+            _trans_b_len: usize,
+        ) {
+            let call = Call {
+                trans: [*trans_a as u8, *trans_b as u8],
+                m: i64::from(*m),
+                n: i64::from(*n),
+                k: i64::from(*k),
+                alpha: *alpha,
+                a,
+                lda: i64::from(*lda),
+                b,
+                ldb: i64::from(*ldb),
+                beta: *beta,
+                c,
+                ldc: i64::from(*ldc),
+            };
+            let entry = Entry {
+                symbol: <$t as Real>::FORTRAN,
+                row_major: None,
+            };
+            enter(&entry, &call);
+        }
     };
-    let entry = Entry {
-        symbol: T::FORTRAN,
-        row_major: None,
-    };
-    enter(&entry, &call);
 }
 
-/// The CBLAS entry point: the reference CBLAS's checks and conversion, then the Fortran one's.
+/// Defines the CBLAS entry point for one element type: the reference CBLAS's checks and
+/// conversion ([`call::from_cblas`]), then the Fortran one's.
+macro_rules! cblas_gemm {
+    ($(#[$doc:meta])* $name:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The CBLAS contract: valid pointers for the shapes and leading dimensions given.
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C-unwind" fn $name(
+            layout: c_int,
+            trans_a: c_int,
+            trans_b: c_int,
+            m: BlasInt,
+            n: BlasInt,
+            k: BlasInt,
+            alpha: $t,
+            a: *const $t,
+            lda: BlasInt,
+            b: *const $t,
+            ldb: BlasInt,
+            beta: $t,
+            c: *mut $t,
+            ldc: BlasInt,
+        ) {
+            let converted = call::from_cblas(
+                layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+            );
+            cblas(layout, converted);
+        }
+    };
+}
+
+/// A converted CBLAS call, entered, or its refusal reported through `cblas_xerbla`.
 ///
 /// # Safety
 /// The CBLAS contract.
-#[allow(clippy::too_many_arguments)]
-unsafe fn cblas<T: Real>(
-    layout: c_int,
-    trans_a: c_int,
-    trans_b: c_int,
-    m: BlasInt,
-    n: BlasInt,
-    k: BlasInt,
-    alpha: T,
-    a: *const T,
-    lda: BlasInt,
-    b: *const T,
-    ldb: BlasInt,
-    beta: T,
-    c: *mut T,
-    ldc: BlasInt,
-) {
-    let converted = call::from_cblas(
-        layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-    );
+unsafe fn cblas<T: Real>(layout: c_int, converted: Result<(Call<T>, bool), call::CblasRefusal>) {
     // As the reference CBLAS: its globals say a C caller, in which layout, while the call runs.
     symbols::set_cblas_globals(layout == call::cblas::ROW_MAJOR, true);
     match converted {
@@ -196,108 +219,23 @@ unsafe fn cblas<T: Real>(
     symbols::set_cblas_globals(false, false);
 }
 
-/// Fortran SGEMM: C = α·op(A)·op(B) + β·C, column-major, every argument by reference.
-///
-/// # Safety
-/// The Fortran BLAS's contract: valid pointers for the shapes and leading dimensions given.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn sgemm_(
-    trans_a: *const c_char,
-    trans_b: *const c_char,
-    m: *const BlasInt,
-    n: *const BlasInt,
-    k: *const BlasInt,
-    alpha: *const f32,
-    a: *const f32,
-    lda: *const BlasInt,
-    b: *const f32,
-    ldb: *const BlasInt,
-    beta: *const f32,
-    c: *mut f32,
-    ldc: *const BlasInt,
-    _trans_a_len: usize,
-    _trans_b_len: usize,
-) {
-    fortran(
-        trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-    );
-}
-
-/// Fortran DGEMM, as [`sgemm_`] in f64.
-///
-/// # Safety
-/// As [`sgemm_`].
-#[no_mangle]
-pub unsafe extern "C-unwind" fn dgemm_(
-    trans_a: *const c_char,
-    trans_b: *const c_char,
-    m: *const BlasInt,
-    n: *const BlasInt,
-    k: *const BlasInt,
-    alpha: *const f64,
-    a: *const f64,
-    lda: *const BlasInt,
-    b: *const f64,
-    ldb: *const BlasInt,
-    beta: *const f64,
-    c: *mut f64,
-    ldc: *const BlasInt,
-    _trans_a_len: usize,
-    _trans_b_len: usize,
-) {
-    fortran(
-        trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-    );
-}
-
-/// `cblas_sgemm`: row- or column-major.
-///
-/// # Safety
-/// The CBLAS contract: valid pointers for the shapes and leading dimensions given.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn cblas_sgemm(
-    layout: c_int,
-    trans_a: c_int,
-    trans_b: c_int,
-    m: BlasInt,
-    n: BlasInt,
-    k: BlasInt,
-    alpha: f32,
-    a: *const f32,
-    lda: BlasInt,
-    b: *const f32,
-    ldb: BlasInt,
-    beta: f32,
-    c: *mut f32,
-    ldc: BlasInt,
-) {
-    cblas(
-        layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-    );
-}
-
-/// `cblas_dgemm`, as [`cblas_sgemm`] in f64.
-///
-/// # Safety
-/// As [`cblas_sgemm`].
-#[no_mangle]
-pub unsafe extern "C-unwind" fn cblas_dgemm(
-    layout: c_int,
-    trans_a: c_int,
-    trans_b: c_int,
-    m: BlasInt,
-    n: BlasInt,
-    k: BlasInt,
-    alpha: f64,
-    a: *const f64,
-    lda: BlasInt,
-    b: *const f64,
-    ldb: BlasInt,
-    beta: f64,
-    c: *mut f64,
-    ldc: BlasInt,
-) {
-    cblas(
-        layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-    );
-}
+fortran_gemm!(
+    /// Fortran SGEMM: C = α·op(A)·op(B) + β·C, column-major.
+    sgemm_,
+    f32
+);
+fortran_gemm!(
+    /// Fortran DGEMM, as [`sgemm_`] in f64.
+    dgemm_,
+    f64
+);
+cblas_gemm!(
+    /// `cblas_sgemm`: row- or column-major.
+    cblas_sgemm,
+    f32
+);
+cblas_gemm!(
+    /// `cblas_dgemm`, as [`cblas_sgemm`] in f64.
+    cblas_dgemm,
+    f64
+);

@@ -9,40 +9,12 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
-use tilemm::dispatch::{self, DeviceSpec};
-use tilemm::{Backend, DeviceKind, GpuSession};
+use tilemm::dispatch::router::{Explored, Router};
+use tilemm::dispatch::{self, BlasRoute, DeviceSpec};
+use tilemm::{Backend, GpuSession};
 
 use crate::call::{Call, Op, Real, Work};
 use crate::symbols;
-use tilemm::dispatch::model::{Candidate, Choice, Model};
-
-/// `TILEMM_BLAS`: which route calls take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// The fastest by the model (the default).
-    Auto,
-    /// tilemm's kernels on the GPU (on a failure, the CPU for that call).
-    Gpu,
-    /// tilemm's CPU path.
-    Cpu,
-    /// The BLAS underneath, as if this library were not there.
-    Off,
-}
-
-impl Mode {
-    fn parse(text: &str) -> Result<Mode, String> {
-        match text.trim() {
-            "" | "auto" => Ok(Mode::Auto),
-            "gpu" => Ok(Mode::Gpu),
-            "cpu" => Ok(Mode::Cpu),
-            "off" => Ok(Mode::Off),
-            other => Err(format!(
-                "TILEMM_BLAS={other:?} is not auto, gpu, cpu or off; every call goes to the BLAS \
-                 underneath"
-            )),
-        }
-    }
-}
 
 /// The routes a call can take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,13 +28,6 @@ pub enum Route {
 }
 
 impl Route {
-    /// Whether this process has run the route before (and marks it run).
-    fn warm(self) -> bool {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        static RUN: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
-        RUN[self as usize].swap(true, Ordering::Relaxed)
-    }
-
     fn name(self) -> &'static str {
         match self {
             Route::Gpu => "gpu",
@@ -72,51 +37,40 @@ impl Route {
     }
 }
 
-/// The BLAS's own settings, read once; the device and the tuning budget are every front
-/// end's ([`dispatch::Settings::global`]).
+/// What the BLAS keeps of the settings ([`dispatch::Settings::global`]), read once.
 struct Settings {
     /// The process that read them: a child forked from it has none of its threads.
     pid: u32,
-    mode: Mode,
+    mode: BlasRoute,
     log: Option<Mutex<File>>,
 }
 
 fn settings() -> &'static Settings {
     static SETTINGS: OnceLock<Settings> = OnceLock::new();
     SETTINGS.get_or_init(|| {
-        let mut problems = Vec::new();
-        let mode =
-            Mode::parse(&std::env::var("TILEMM_BLAS").unwrap_or_default()).unwrap_or_else(|e| {
-                problems.push(e);
-                Mode::Off
-            });
-        let log = std::env::var_os("TILEMM_BLAS_LOG")
-            .filter(|p| !p.is_empty())
-            .and_then(|path| match open_log(std::path::Path::new(&path)) {
-                Ok(file) => Some(Mutex::new(file)),
-                Err(e) => {
-                    problems.push(format!(
-                        "TILEMM_BLAS_LOG={}: {e}; no log is written",
-                        path.to_string_lossy()
-                    ));
-                    None
-                }
-            });
+        let global = dispatch::Settings::global();
         // The host program's stderr: one line for each setting that could not be used (the
         // defaults are used instead; a stderr that cannot take it costs the line, never the
         // program).
-        problems.extend(
-            dispatch::Settings::global()
-                .unusable
-                .iter()
-                .map(|u| u.to_string()),
-        );
+        let mut problems: Vec<String> = global.unusable.iter().map(|u| u.to_string()).collect();
+        let log =
+            global
+                .blas_log
+                .as_ref()
+                .and_then(|path| match tilemm::io::files::open_append(path) {
+                    Ok(file) => Some(Mutex::new(file)),
+                    Err(e) => {
+                        let name = dispatch::BLAS_LOG_VARIABLE;
+                        problems.push(format!("{name}={}: {e}; no log is written", path.display()));
+                        None
+                    }
+                });
         for problem in &problems {
             let _ = writeln!(std::io::stderr(), "tilemm-blas: {problem}");
         }
         Settings {
             pid: std::process::id(),
-            mode,
+            mode: global.blas_route,
             log,
         }
     })
@@ -127,36 +81,6 @@ fn settings() -> &'static Settings {
 /// them would wait forever, so a forked child's calls go to the BLAS underneath.
 fn forked() -> bool {
     settings().pid != std::process::id()
-}
-
-/// The log, appended to: a regular file (created if absent), a FIFO with a reader, or a
-/// terminal or other character device (`/dev/stderr`); opened without blocking, so that a FIFO
-/// with no reader is an error and not a hang.
-fn open_log(path: &std::path::Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENXIO) => std::io::Error::other("a FIFO with no reader"),
-            _ => e,
-        })?;
-    if file.metadata()?.is_dir() {
-        return Err(std::io::Error::other("a directory"));
-    }
-    // Opened, the log may block like any file: a line to a pipe that is full waits for its
-    // reader rather than being lost.
-    use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on a descriptor this function owns.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
-    Ok(file)
 }
 
 /// Writes one line to the log, if there is one.
@@ -170,34 +94,27 @@ pub(crate) fn log(line: impl FnOnce() -> String) {
     }
 }
 
-/// The GPU session, opened by the first call that needs it, or why there is none.
+/// The GPU session (the process's, shared with the front door and Python), opened by the
+/// first call that needs it, or why there is none; logged once. `auto` skips a device that
+/// is only a CPU emulation.
 fn gpu() -> Result<&'static GpuSession, &'static str> {
     static GPU: OnceLock<Result<&'static GpuSession, String>> = OnceLock::new();
     let opened = GPU.get_or_init(|| {
         // Opening a driver raises floating-point flags of its own (lavapipe's LLVM does).
         let _flags = FloatEnvironment::saved();
-        // The process's session for the device, shared with the front door and Python (a
-        // panic in a driver is a failure there, never the host program's unwinding).
-        let session = dispatch::sessions::session_for(dispatch::Settings::global().device)
-            .unwrap_or_else(|e| Err(tilemm::one_line(&e.to_string())));
+        let session = match dispatch::Settings::global().device {
+            DeviceSpec::Auto if settings().mode == BlasRoute::Auto => dispatch::route::auto_gpu(),
+            device => dispatch::sessions::session_for(device),
+        };
+        let session = session.unwrap_or_else(|e| Err(tilemm::one_line(&e.to_string())));
         let described = match &session {
-            Ok(gpu) => format!("gpu = {}", named(gpu)),
+            Ok(gpu) => format!("gpu = {}", &dispatch::route::gpu_id(gpu)[4..]),
             Err(why) => format!("gpu = none: {why}"),
         };
         log(|| format!("tilemm-blas {}: {described}", std::process::id()));
         session
     });
     opened.as_ref().map_err(String::as_str).copied()
-}
-
-/// The session's backend, device and driver.
-fn named(gpu: &GpuSession) -> String {
-    format!(
-        "{} {} ({})",
-        gpu.backend(),
-        gpu.info().name,
-        gpu.info().driver
-    )
 }
 
 /// What identifies a route in the model.
@@ -230,77 +147,38 @@ fn identity<T: Real>(route: Route) -> String {
     }
 }
 
-/// The routes `auto` chooses among for one element type, and what the model calls them.
+/// The routes `auto` chooses among for one element type, and their router.
 pub struct Routes {
     routes: Vec<Route>,
-    candidates: Vec<Candidate<'static>>,
+    router: Router,
 }
 
 /// The routes `auto` chooses among for `T`, found once: the BLAS underneath (where there is
-/// one), tilemm's CPU path, and the GPU when there is one that is not a CPU emulation (lavapipe
-/// is slower than the CPU path; naming it with `TILEMM_DEVICE` makes it a candidate).
-fn candidates<T: Real>() -> &'static Routes {
+/// one), tilemm's CPU path, and the GPU where there is one that computes `T`.
+fn routes<T: Real>() -> &'static Routes {
     T::found().routes.get_or_init(|| {
-        let routes = available::<T>();
-        let candidates = routes
-            .iter()
-            .map(|&route| Candidate {
-                // Kept for the process's life, as the routes are.
-                id: String::leak(identity::<T>(route)),
-                // The GPU's launch and transfers cost most at small sizes.
-                steady: route != Route::Gpu,
-            })
-            .collect();
-        Routes { routes, candidates }
-    })
-}
-
-fn available<T: Real>() -> Vec<Route> {
-    let mut routes = Vec::new();
-    if symbols::next::<T>().is_some() {
-        routes.push(Route::Blas);
-    }
-    routes.push(Route::Cpu);
-    let device = dispatch::Settings::global().device;
-    let worth_opening = match device {
-        DeviceSpec::Cpu => false,
-        DeviceSpec::Gpu { .. } => true,
-        // Only a GPU that is not a CPU emulation, looked for without opening one: an open
-        // lavapipe keeps threads that slow the CPU routes by a tenth (OpenBLAS's 1024³, here).
-        DeviceSpec::Auto => Backend::GPU.into_iter().filter(|b| b.is_built()).any(|b| {
-            tilemm::runtime::backend::list_devices(b)
-                .iter()
-                .any(|d| d.kind != DeviceKind::Cpu)
-        }),
-    };
-    let computes = |gpu: &GpuSession| {
-        let precision = tilemm::Precision::new(T::DTYPE, T::DTYPE);
-        precision.is_ok_and(|p| gpu.info().types.check(p, &gpu.info().name).is_ok())
-    };
-    if worth_opening && gpu().is_ok_and(computes) {
-        routes.push(Route::Gpu);
-    } else if !worth_opening && device == DeviceSpec::Auto {
-        log(|| {
-            format!(
-                "tilemm-blas {}: gpu = none opened: no GPU but CPU emulations, slower than the \
-                 CPU routes (TILEMM_DEVICE=wgpu makes lavapipe a candidate)",
-                std::process::id()
-            )
-        });
-    }
-    routes
-}
-
-/// The process's route model (the dispatch layer's), its loading notes logged once.
-fn model() -> &'static Mutex<Model> {
-    static LOGGED: OnceLock<()> = OnceLock::new();
-    let (model, notes) = dispatch::route::model();
-    LOGGED.get_or_init(|| {
-        for note in notes {
-            log(|| format!("tilemm-blas: {note}"));
+        let mut routes = Vec::new();
+        if symbols::next::<T>().is_some() {
+            routes.push(Route::Blas);
         }
-    });
-    model
+        routes.push(Route::Cpu);
+        let computes = |gpu: &GpuSession| {
+            let precision = tilemm::Precision::new(T::DTYPE, T::DTYPE);
+            precision.is_ok_and(|p| gpu.info().types.check(p, &gpu.info().name).is_ok())
+        };
+        if gpu().is_ok_and(computes) {
+            routes.push(Route::Gpu);
+        }
+        static LOGGED: std::sync::Once = std::sync::Once::new();
+        LOGGED.call_once(|| {
+            for note in &dispatch::route::model().1 {
+                log(|| format!("tilemm-blas: {note}"));
+            }
+        });
+        // The GPU's launch and transfers cost most at small sizes: its speed is not steady.
+        let router = Router::new(routes.iter().map(|&r| (identity::<T>(r), r != Route::Gpu)));
+        Routes { routes, router }
+    })
 }
 
 /// How a call is described in the log: the entry point, then the Fortran-form call.
@@ -386,11 +264,21 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
         });
         return;
     }
-    let route = match settings().mode {
-        Mode::Gpu => Route::Gpu,
-        Mode::Cpu => Route::Cpu,
-        Mode::Off => Route::Blas,
-        Mode::Auto => auto_route(entry, call),
+    // Under `auto`, the route's index among the routes the model chooses from.
+    let (route, chosen) = match settings().mode {
+        BlasRoute::Gpu => (Route::Gpu, None),
+        BlasRoute::Cpu => (Route::Cpu, None),
+        BlasRoute::Off => (Route::Blas, None),
+        BlasRoute::Auto => {
+            let found = routes::<T>();
+            let routed = found.router.route(precision, call.fmas(), |i| {
+                time_on_copy(found.routes[i], call)
+            });
+            for explored in &routed.explored {
+                log(|| explored_line(entry, call, found.routes[explored.index], explored));
+            }
+            (found.routes[routed.index], Some(routed.index))
+        }
     };
     let start = Instant::now();
     let outcome = compute(route, call);
@@ -405,8 +293,10 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
     };
     match outcome {
         Ok(computed) => {
-            // Its later timings are the route's speed (see `measure`).
-            route.warm();
+            // Its later timings are the route's speed.
+            if let Some(i) = chosen {
+                routes::<T>().router.ran(i);
+            }
             let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
             if let Some(kernel) = &computed.kernel {
                 let _ = write!(line, " kernel={kernel}");
@@ -422,10 +312,8 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
             }
         }
         Err(why) => {
-            if settings().mode == Mode::Auto {
-                let id = identity_of::<T>(route);
-                let mut model = model().lock().unwrap_or_else(|e| e.into_inner());
-                model.failed(id, precision, call.fmas());
+            if let Some(i) = chosen {
+                routes::<T>().router.failed(i, precision, call.fmas());
             }
             let fallback = fallback(call);
             written.set(true);
@@ -441,146 +329,52 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
     log(|| line);
 }
 
-/// This process's routes under `auto`, by class (precision, size bucket): fixed by a class's
-/// first call and never changed, so that identical calls get identical bits.
-static FIXED: Mutex<Vec<((&'static str, i32), Route)>> = Mutex::new(Vec::new());
-
-/// The most routes one call times on copies of C before its class's route is fixed.
-const MAX_MEASURES: usize = 12;
-
-/// `call`'s route under `auto`: its class's, fixed when the class's first call came. That call
-/// first times the routes that could win (each twice, as the model asks) on copies of C, so
-/// that the caller's C is computed by the route chosen; later, every
-/// [`RECHECK`](tilemm::dispatch::model::RECHECK)th call of the class times another route again on a copy,
-/// for the model (and later processes), never for the caller's result.
+/// Times `route` on `call` with a copy of C, so that β·C reads the caller's values and the
+/// caller's C is computed by the route chosen: the time with any tuning left out.
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-unsafe fn auto_route<T: Real>(entry: &Entry, call: &Call<T>) -> Route {
-    let found = candidates::<T>();
-    let (precision, fmas) = (T::PRECISION, call.fmas());
-    let class = (precision, tilemm::dispatch::model::bucket(fmas));
-    let known = {
-        let fixed = FIXED.lock().unwrap_or_else(|e| e.into_inner());
-        fixed.iter().find(|(c, _)| *c == class).map(|(_, r)| *r)
-    };
-    for _ in 0..MAX_MEASURES {
-        let choice = model().lock().unwrap_or_else(|e| e.into_inner()).choose(
-            &found.candidates,
-            precision,
-            fmas,
-        );
-        match (choice, known) {
-            (Choice::Fastest(_), Some(route)) => return route,
-            (Choice::Fastest(i), None) => return fix(class, found.routes[i]),
-            (Choice::Explore(i), _) => {
-                measure(entry, found.routes[i], call);
-                if let Some(route) = known {
-                    return route;
-                }
-            }
-        }
-    }
-    // The measurements did not settle (routes that keep failing): the first candidate, the
-    // BLAS underneath where there is one.
-    known.unwrap_or_else(|| fix(class, found.routes[0]))
-}
-
-/// Fixes `class`'s route for the process (the first to fix it wins: another thread's).
-fn fix(class: (&'static str, i32), route: Route) -> Route {
-    let mut fixed = FIXED.lock().unwrap_or_else(|e| e.into_inner());
-    match fixed.iter().find(|(c, _)| *c == class) {
-        Some((_, earlier)) => *earlier,
-        None => {
-            fixed.push((class, route));
-            route
-        }
-    }
-}
-
-/// Times `route` on `call` with a copy of C for the model, and logs it; a route that fails is
-/// dropped in the class (for the process), as when it computes a caller's C.
-///
-/// # Safety
-/// `call`'s pointers must be valid for its shape, as for any BLAS.
-unsafe fn measure<T: Real>(entry: &Entry, route: Route, call: &Call<T>) {
-    let (precision, fmas) = (T::PRECISION, call.fmas());
-    let id = identity_of::<T>(route);
-    // C's span: ldc·(n − 1) + m elements, copied so that β·C reads the caller's values.
+unsafe fn time_on_copy<T: Real>(route: Route, call: &Call<T>) -> Result<Duration, String> {
+    // C's span: ldc·(n − 1) + m elements.
     let len = (call.ldc.max(1) as usize) * (call.n.max(1) as usize - 1) + call.m.max(0) as usize;
     let mut copy: Vec<T> = Vec::new();
-    if copy.try_reserve_exact(len).is_err() {
-        model()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .failed(id, precision, fmas);
-        log(|| {
-            format!(
-                "{} route={} not measured: no memory for a copy of C",
-                entry.line(call),
-                route.name()
-            )
-        });
-        return;
-    }
+    copy.try_reserve_exact(len)
+        .map_err(|_| "no memory for a copy of C".to_string())?;
     copy.extend_from_slice(std::slice::from_raw_parts(call.c, len));
     let scratch = Call {
         c: copy.as_mut_ptr(),
         ..*call
     };
-    let warm = route.warm();
     let start = Instant::now();
-    let outcome = compute(route, &scratch);
-    let time = start.elapsed();
-    let mut line = if settings().log.is_some() {
-        entry.line(call)
-    } else {
-        String::new()
-    };
-    match outcome {
-        Ok(computed) => {
-            let _ = write!(
-                line,
-                " route={} ms={:.3} (measuring, on a copy of C)",
-                route.name(),
-                ms(time)
-            );
-            // A route's first timing in the process (a thread pool started, kernels loaded)
-            // says nothing of its speed; the tuner's time is not the product's.
-            if warm {
-                let mut notes = Vec::new();
-                model().lock().unwrap_or_else(|e| e.into_inner()).record(
-                    id,
-                    precision,
-                    fmas,
-                    time.saturating_sub(computed.tuning),
-                    &mut notes,
-                );
-                for note in notes {
-                    let _ = write!(line, "; {note}");
-                }
-            }
-        }
-        Err(why) => {
-            model()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .failed(id, precision, fmas);
-            let _ = write!(
-                line,
-                " route={} failed while measuring ({why})",
-                route.name()
-            );
-        }
-    }
-    log(|| line);
+    let computed = compute(route, &scratch)?;
+    Ok(start.elapsed().saturating_sub(computed.tuning))
 }
 
-/// `route`'s identity in the model, as `auto` found it (only `auto` records in the model).
-fn identity_of<T: Real>(route: Route) -> &'static str {
-    let found = candidates::<T>();
-    let i = found.routes.iter().position(|&r| r == route);
-    i.map_or("", |i| found.candidates[i].id)
+/// The log's line for a route timed on a copy of C.
+fn explored_line<T: Real>(
+    entry: &Entry,
+    call: &Call<T>,
+    route: Route,
+    explored: &Explored,
+) -> String {
+    let mut line = entry.line(call);
+    let _ = match &explored.outcome {
+        Ok(time) => write!(
+            line,
+            " route={} ms={:.3} (measuring, on a copy of C)",
+            route.name(),
+            ms(*time)
+        ),
+        Err(why) => write!(
+            line,
+            " route={} failed while measuring ({why})",
+            route.name()
+        ),
+    };
+    for note in &explored.notes {
+        let _ = write!(line, "; {note}");
+    }
+    line
 }
 
 fn ms(time: Duration) -> f64 {
@@ -750,65 +544,5 @@ pub unsafe fn forward<T: Real>(call: &Call<T>, work: Work) {
         (None, Work::None) => {}
         (None, Work::Scale) => call.scale(),
         (None, Work::Product) => definition(call),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// C = α·op(A)·op(B) + β·C with op(A) 3×4 stored transposed (lda 5), op(B) 4×2 as it is
-    /// (ldb 6), C 3×2 (ldc 4): its padding must stay as it was.
-    fn call(a: &[f64], b: &[f64], c: &mut [f64], alpha: f64, beta: f64) -> Call<f64> {
-        Call {
-            trans: *b"TN",
-            m: 3,
-            n: 2,
-            k: 4,
-            alpha,
-            a: a.as_ptr(),
-            lda: 5,
-            b: b.as_ptr(),
-            ldb: 6,
-            beta,
-            c: c.as_mut_ptr(),
-            ldc: 4,
-        }
-    }
-
-    #[test]
-    fn the_last_resort_computes_the_definition_and_keeps_the_special_cases() {
-        // A is 4×3 as stored (op(A) = Aᵀ), B 4×2; exact integers.
-        let a: Vec<f64> = (0..15).map(|i| (i % 7) as f64 - 3.0).collect();
-        let b: Vec<f64> = (0..12).map(|i| (i % 5) as f64 - 2.0).collect();
-        let mut c: Vec<f64> = (0..8).map(|i| i as f64).collect();
-        let c0 = c.clone();
-        let expected = |i: usize, j: usize, alpha: f64, beta: f64, c0: f64| {
-            let sum: f64 = (0..4).map(|l| a[l + i * 5] * b[l + j * 6]).sum();
-            alpha * sum + beta * c0
-        };
-        assert!(
-            symbols::next::<f64>().is_none(),
-            "no BLAS underneath in the test binary"
-        );
-        let product = call(&a, &b, &mut c, 2.0, -1.0);
-        assert_eq!(product.check(), Ok(Work::Product));
-        // SAFETY: the buffers hold what the call describes.
-        unsafe { forward(&product, Work::Product) };
-        for j in 0..2 {
-            for i in 0..3 {
-                assert_eq!(c[i + j * 4], expected(i, j, 2.0, -1.0, c0[i + j * 4]));
-            }
-            assert_eq!(c[3 + j * 4], c0[3 + j * 4], "padding");
-        }
-        // α = 0, β = 0: zeros, a NaN in C not kept and A not read (a NaN there neither).
-        let mut nan_a = a.clone();
-        nan_a[0] = f64::NAN;
-        c[0] = f64::NAN;
-        let scale = call(&nan_a, &b, &mut c, 0.0, 0.0);
-        assert_eq!(scale.check(), Ok(Work::Scale));
-        unsafe { forward(&scale, Work::Scale) };
-        assert_eq!([c[0], c[1], c[2], c[4], c[5], c[6]], [0.0; 6]);
-        assert_eq!(c[3], c0[3], "padding");
     }
 }

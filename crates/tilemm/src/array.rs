@@ -47,7 +47,6 @@ use ndarray::{
 };
 use serde::Serialize;
 
-use crate::device::DeviceKind;
 use crate::dispatch::{self, DeviceSpec, Settings};
 use crate::error::{Error, Result};
 use crate::plan::panels::Schedule;
@@ -298,13 +297,8 @@ impl<'s> Gemm<'s> {
 
     /// The fastest route, as the module's documentation says.
     fn best(&self) -> Result<Resolved<'s>> {
-        match dispatch::sessions::session(None, None)? {
+        match dispatch::route::auto_gpu()? {
             Err(why) => Ok(Resolved::Cpu(why)),
-            Ok(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Resolved::Cpu(format!(
-                "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path \
-                     (name its backend to use it)",
-                gpu.info().name
-            ))),
             // A child forked after the parent opened the device: the CPU computes.
             Ok(gpu) => match gpu.check_process() {
                 Ok(()) => Ok(Resolved::Gpu(gpu)),

@@ -6,10 +6,12 @@
 use std::sync::{Mutex, OnceLock};
 
 use super::model::{self, Model};
+use super::sessions::{self, Opened};
 
+use crate::device::{DeviceInfo, DeviceKind};
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::runtime::backend::GpuSession;
+use crate::runtime::backend::{list_devices, Backend, GpuSession};
 use crate::tune;
 
 /// The cost model's verdict per shape class and device, by tuning key: `Some(why)` keeps the
@@ -40,6 +42,36 @@ pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>>
     }
     routed.push((key, why.clone()));
     Ok(why)
+}
+
+/// The GPU products go to when no device is named: the best one found, unless every device is
+/// a CPU emulation (lavapipe, slower than tilemm's CPU path: naming its backend uses it), or
+/// why there is none. Emulations are recognised before they are opened: an open lavapipe keeps
+/// threads that slow the CPU path by a tenth.
+pub fn auto_gpu() -> Result<Opened> {
+    let found: Vec<_> = Backend::GPU
+        .into_iter()
+        .filter(|b| b.is_built())
+        .flat_map(|b| list_devices(b).into_iter().map(move |d| (b, d)))
+        .collect();
+    let emulated = |(_, d): &(Backend, DeviceInfo)| d.kind == DeviceKind::Cpu;
+    if !found.is_empty() && found.iter().all(emulated) {
+        let (backend, device) = &found[0];
+        return Ok(Err(format!(
+            "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path (name its \
+             backend to use it: {}={backend})",
+            device.name,
+            super::DEVICE_VARIABLE
+        )));
+    }
+    match sessions::session(None, None)? {
+        Ok(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Err(format!(
+            "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path (name its \
+             backend to use it)",
+            gpu.info().name
+        ))),
+        opened => Ok(opened),
+    }
 }
 
 /// The link's cost model's verdict for `problem` ([`crate::runtime::link::offload`]):

@@ -91,6 +91,34 @@ impl fmt::Display for DeviceSpec {
     }
 }
 
+/// `TILEMM_BLAS`: which route the drop-in BLAS's calls take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlasRoute {
+    /// The fastest by the measured model.
+    #[default]
+    Auto,
+    /// tilemm's kernels on the GPU (on a failure, the CPU for that call).
+    Gpu,
+    /// tilemm's CPU path.
+    Cpu,
+    /// The BLAS underneath, as if tilemm were not there.
+    Off,
+}
+
+impl FromStr for BlasRoute {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "" | "auto" => Ok(BlasRoute::Auto),
+            "gpu" => Ok(BlasRoute::Gpu),
+            "cpu" => Ok(BlasRoute::Cpu),
+            "off" => Ok(BlasRoute::Off),
+            _ => Err("not auto, gpu, cpu or off; every call goes to the BLAS underneath".into()),
+        }
+    }
+}
+
 /// What the environment asks of every front end.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -100,6 +128,11 @@ pub struct Settings {
     /// cache does not hold as fully tuned. [`TuneBudget::None`] by default: no call waits on a
     /// search (see [`crate::dispatch::choose`]).
     pub tune_budget: TuneBudget,
+    /// `TILEMM_BLAS`: the drop-in BLAS's route ([`BlasRoute::Off`] where the variable is
+    /// unusable: a misspelt setting must not send a program's products somewhere unasked).
+    pub blas_route: BlasRoute,
+    /// `TILEMM_BLAS_LOG`: the file the drop-in BLAS appends one line per call to.
+    pub blas_log: Option<std::path::PathBuf>,
     /// Each variable that is set but could not be used: a front end that can report errors
     /// refuses to run with one ([`Settings::usable`]); the BLAS, which cannot, says so on
     /// stderr and uses the default.
@@ -111,7 +144,29 @@ impl Default for Settings {
         Settings {
             device: DeviceSpec::Auto,
             tune_budget: TuneBudget::None,
+            blas_route: BlasRoute::Auto,
+            blas_log: None,
             unusable: Vec::new(),
+        }
+    }
+}
+
+/// Variable `name`'s value in `vars`, or `None` where it is unset, empty or unusable (noted).
+fn parsed<T: FromStr<Err = String>>(
+    vars: &dyn Fn(&str) -> Option<String>,
+    name: &'static str,
+    unusable: &mut Vec<Unusable>,
+) -> Option<T> {
+    let value = vars(name).filter(|v| !v.trim().is_empty())?;
+    match value.parse() {
+        Ok(parsed) => Some(parsed),
+        Err(reason) => {
+            unusable.push(Unusable {
+                name,
+                value,
+                reason,
+            });
+            None
         }
     }
 }
@@ -137,33 +192,35 @@ impl fmt::Display for Unusable {
 pub const DEVICE_VARIABLE: &str = "TILEMM_DEVICE";
 /// `TILEMM_TUNE_BUDGET`, the variable that names the tuning budget.
 pub const TUNE_BUDGET_VARIABLE: &str = "TILEMM_TUNE_BUDGET";
+/// `TILEMM_BLAS`, the variable that forces the drop-in BLAS's route.
+pub const BLAS_ROUTE_VARIABLE: &str = "TILEMM_BLAS";
+/// `TILEMM_BLAS_LOG`, the variable that names the drop-in BLAS's log.
+pub const BLAS_LOG_VARIABLE: &str = "TILEMM_BLAS_LOG";
 
 impl Settings {
     /// The settings of `vars` (name, value): [`Settings::from_env`] on the process's
     /// environment, or any other (tests).
     pub fn from_vars<'a>(vars: impl Fn(&str) -> Option<String> + 'a) -> Settings {
+        let mut unusable = Vec::new();
         let mut settings = Settings::default();
-        let set = |name: &str| vars(name).filter(|v| !v.trim().is_empty());
-        if let Some(text) = set(DEVICE_VARIABLE) {
-            match text.parse() {
-                Ok(device) => settings.device = device,
-                Err(reason) => settings.unusable.push(Unusable {
-                    name: DEVICE_VARIABLE,
-                    value: text,
-                    reason,
-                }),
-            }
+        if let Some(device) = parsed(&vars, DEVICE_VARIABLE, &mut unusable) {
+            settings.device = device;
         }
-        if let Some(text) = set(TUNE_BUDGET_VARIABLE) {
-            match text.parse() {
-                Ok(budget) => settings.tune_budget = budget,
-                Err(reason) => settings.unusable.push(Unusable {
-                    name: TUNE_BUDGET_VARIABLE,
-                    value: text,
-                    reason,
-                }),
-            }
+        if let Some(budget) = parsed(&vars, TUNE_BUDGET_VARIABLE, &mut unusable) {
+            settings.tune_budget = budget;
         }
+        let routes = unusable.len();
+        settings.blas_route = parsed(&vars, BLAS_ROUTE_VARIABLE, &mut unusable).unwrap_or(
+            if unusable.len() > routes {
+                BlasRoute::Off
+            } else {
+                BlasRoute::Auto
+            },
+        );
+        settings.blas_log = vars(BLAS_LOG_VARIABLE)
+            .filter(|v| !v.is_empty())
+            .map(Into::into);
+        settings.unusable = unusable;
         settings
     }
 
@@ -178,9 +235,11 @@ impl Settings {
         GLOBAL.get_or_init(Settings::from_env)
     }
 
-    /// These settings, or the first variable that could not be used, as an error.
+    /// These settings, or the first variable that could not be used, as an error (the BLAS's
+    /// own variables aside: only the BLAS reads them).
     pub fn usable(&self) -> crate::Result<&Settings> {
-        match self.unusable.first() {
+        let bad = self.unusable.iter().find(|u| u.name != BLAS_ROUTE_VARIABLE);
+        match bad {
             None => Ok(self),
             Some(bad) => Err(crate::Error::Setting {
                 name: bad.name.into(),
@@ -243,6 +302,13 @@ mod tests {
         ]));
         assert_eq!(set.device, DeviceSpec::Cpu);
         assert_eq!(set.tune_budget, TuneBudget::Full);
+        assert_eq!(set.blas_route, BlasRoute::Auto);
+        let blas = Settings::from_vars(vars(&[("TILEMM_BLAS", "cpu"), ("TILEMM_BLAS_LOG", "x")]));
+        assert_eq!(blas.blas_route, BlasRoute::Cpu);
+        assert_eq!(blas.blas_log.as_deref(), Some(std::path::Path::new("x")));
+        let misspelt = Settings::from_vars(vars(&[("TILEMM_BLAS", "gpus")]));
+        assert_eq!(misspelt.blas_route, BlasRoute::Off);
+        assert_eq!(misspelt.unusable[0].name, "TILEMM_BLAS");
         let bad = Settings::from_vars(vars(&[
             ("TILEMM_DEVICE", "tpu"),
             ("TILEMM_TUNE_BUDGET", "x"),

@@ -60,6 +60,34 @@ pub enum Kept<T> {
     Unusable(String),
 }
 
+/// `path` opened for appending lines (a log): a regular file (created if absent), a FIFO with a
+/// reader, or a terminal or other character device (`/dev/stderr`). It is opened without
+/// blocking, so that a FIFO with no reader is an error and not a hang; opened, it blocks like
+/// any file, so that a line to a full pipe waits for its reader rather than being lost.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => io::Error::other("a FIFO with no reader"),
+            _ => e,
+        })?;
+    if file.metadata()?.is_dir() {
+        return Err(io::Error::other("a directory"));
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor this function owns.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
 /// The JSON file at `path` as a `T`, read only as a regular file of at most `limit` bytes (a
 /// FIFO there would block, a huge file would be read whole). The caller checks its format.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, limit: u64) -> Kept<T> {
