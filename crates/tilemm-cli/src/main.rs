@@ -17,6 +17,8 @@ mod plot;
 pub(crate) enum Failure {
     /// The request could not be run.
     Tilemm(tilemm::Error),
+    /// The lab could not read or write a file, measure a peer, or generate or compile code.
+    Lab(tilemm_lab::Error),
     /// Arguments that contradict each other.
     Usage(String),
     /// The plot could not be prepared or written.
@@ -30,6 +32,15 @@ pub(crate) enum Failure {
 impl From<tilemm::Error> for Failure {
     fn from(e: tilemm::Error) -> Self {
         Failure::Tilemm(e)
+    }
+}
+
+impl From<tilemm_lab::Error> for Failure {
+    fn from(e: tilemm_lab::Error) -> Self {
+        match e {
+            tilemm_lab::Error::Tilemm(e) => Failure::Tilemm(e),
+            other => Failure::Lab(other),
+        }
     }
 }
 
@@ -155,6 +166,10 @@ fn main() -> ExitCode {
                 _ => String::new(),
             };
             complain(&format!("error: {err}{rebuild}"));
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Lab(err)) => {
+            complain(&format!("error: {err}"));
             ExitCode::from(EXIT_ERROR)
         }
         Err(Failure::Usage(message) | Failure::Plot(message)) => {

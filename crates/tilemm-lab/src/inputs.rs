@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::{Error, Result};
 use tilemm::host;
 pub use tilemm::io::inputs::{
     lossy_optional_path, lossy_path, random_initial_c, random_operands, Operands,
 };
 use tilemm::problem::{DType, Layout, MatrixDesc, Precision, Problem};
 use tilemm::types::element::HostData;
-use tilemm::{Error, Result};
 
 /// The .npy format's magic string.
 const MAGIC: &[u8] = b"\x93NUMPY";
@@ -398,43 +398,47 @@ impl OperandFiles {
         let (((m, k), a_desc), ((k_b, n), b_desc)) =
             (op(&files.a, ops.trans_a), op(&files.b, ops.trans_b));
         if k != k_b {
-            return Err(Error::ShapeMismatch {
+            return Err(tilemm::Error::ShapeMismatch {
                 a_rows: m,
                 a_cols: k,
                 b_rows: k_b,
                 b_cols: n,
-            });
+            }
+            .into());
         }
         let stored = files.a.dtype();
         let dtype = match ops.dtype {
             Some(asked) if asked.storage() != stored => {
-                return Err(Error::Precision(format!(
+                return Err(tilemm::Error::Precision(format!(
                     "{} holds {stored} but {asked} was asked for: give files of that type, or \
                      leave the type to the files",
                     files.a.path().display()
-                )))
+                ))
+                .into())
             }
             Some(asked) => asked,
             None => stored,
         };
         for other in std::iter::once(&files.b).chain(&files.c) {
             if other.dtype() != stored {
-                return Err(Error::Precision(format!(
+                return Err(tilemm::Error::Precision(format!(
                     "{} holds {} but {} holds {stored}: give every file the same dtype",
                     other.path().display(),
                     other.dtype(),
                     files.a.path().display()
-                )));
+                ))
+                .into());
             }
         }
         let c_desc = match &files.c {
             Some(c) if c.shape() != (m, n) => {
-                return Err(Error::InvalidView(format!(
+                return Err(tilemm::Error::InvalidView(format!(
                     "{} is {}×{} but C = op(A)·op(B) is {m}×{n}",
                     c.path().display(),
                     c.rows,
                     c.cols
-                )))
+                ))
+                .into())
             }
             Some(c) => c.desc(),
             None => MatrixDesc::row_major(m, n),

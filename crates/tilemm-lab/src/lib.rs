@@ -9,7 +9,10 @@
 
 #![warn(missing_docs)]
 
+mod error;
 pub mod inputs;
 pub mod measure;
 #[cfg(feature = "tools")]
 pub mod tools;
+
+pub use error::{Error, Result};

@@ -1,7 +1,5 @@
 //! The error type of every fallible tilemm operation.
 
-use std::path::PathBuf;
-
 /// Everything that can go wrong between parsing a request and verifying its result.
 ///
 /// Each message names the problem and, where there is one, what the user can do about it.
@@ -46,15 +44,6 @@ pub enum Error {
     #[error("{0}")]
     NoKernel(String),
 
-    /// A baseline (cubek-matmul, the vendor's BLAS) does not cover this problem or failed.
-    #[error("{name}: {reason}")]
-    Baseline {
-        /// The baseline.
-        name: String,
-        /// What it does not cover, or its own message.
-        reason: String,
-    },
-
     /// A combination of element types tilemm does not compute.
     #[error("unsupported precision: {0}")]
     Precision(String),
@@ -83,24 +72,6 @@ pub enum Error {
         b_rows: usize,
         /// Columns of B.
         b_cols: usize,
-    },
-
-    /// A matrix file could not be read or is not a 2-D f32 array.
-    #[error("cannot read {}: {reason}", path.display())]
-    ReadMatrix {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong, in the words of the npy reader or the OS.
-        reason: String,
-    },
-
-    /// The result could not be written.
-    #[error("cannot write {}: {reason}", path.display())]
-    WriteMatrix {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        reason: String,
     },
 
     /// The data handed to a function does not have the length its problem says.
@@ -208,24 +179,6 @@ pub enum Error {
         why: Unavailable,
     },
 
-    /// A kernel could not be generated for a target.
-    #[error("cannot generate {target} source: {reason}")]
-    Emit {
-        /// The target language.
-        target: &'static str,
-        /// The generator's message.
-        reason: String,
-    },
-
-    /// A compiler the compile check needs is missing or failed.
-    #[error("{tool}: {reason}")]
-    Toolchain {
-        /// The tool (NVRTC, clang).
-        tool: String,
-        /// What went wrong and what to install.
-        reason: String,
-    },
-
     /// A setting read from the environment (tilemm's own, such as `TILEMM_DEVICE`, or one for a
     /// dependency) has a value tilemm cannot use or will not pass on.
     #[error("{name}={value}: {reason}")]
@@ -246,6 +199,55 @@ pub enum Error {
         /// The runtime's message.
         reason: String,
     },
+}
+
+/// What kind of failure an [`Error`] is: what a front end needs to report it in its own terms
+/// (Python's exception classes, the CLI's exit status) without matching on variants, which may
+/// grow. Every variant is classified here, by a match without a wildcard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The operands' shapes, views or lengths do not make the product asked for.
+    Shape,
+    /// The element types are not a precision tilemm computes.
+    DType,
+    /// An argument or setting has a value tilemm cannot use.
+    Argument,
+    /// What the product needs is not there: a device, a backend, a kernel that runs, a type or
+    /// a limit of the device, the CPU path's threads, a device that failed.
+    Unavailable,
+    /// The host does not have the memory.
+    OutOfMemory,
+    /// The product was stopped on request.
+    Interrupted,
+}
+
+impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::ZeroDimension { .. }
+            | Error::TooLarge { .. }
+            | Error::InvalidView(_)
+            | Error::ShapeMismatch { .. }
+            | Error::DataLength { .. }
+            | Error::MissingOperand(_) => ErrorKind::Shape,
+            Error::Precision(_) => ErrorKind::DType,
+            Error::InvalidScalar(_) | Error::Setting { .. } => ErrorKind::Argument,
+            Error::NoKernel(_)
+            | Error::TypeUnavailable { .. }
+            | Error::NotBuilt { .. }
+            | Error::NoDevice(_)
+            | Error::DeviceIndex { .. }
+            | Error::CpuDeviceIndex
+            | Error::DeviceLimit { .. }
+            | Error::Forked { .. }
+            | Error::Threads(_)
+            | Error::KernelUnavailable { .. }
+            | Error::Device { .. } => ErrorKind::Unavailable,
+            Error::HostMemory { .. } | Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+            Error::Interrupted => ErrorKind::Interrupted,
+        }
+    }
 }
 
 impl From<crate::types::UnsupportedPrecision> for Error {

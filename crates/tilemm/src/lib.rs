@@ -55,7 +55,7 @@ pub mod verify;
 pub use array::{matmul, register, Gemm, GemmRun, Route};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
 pub use dispatch::{DeviceSpec, Settings};
-pub use error::{one_line, panic_message, Error, Result, Unavailable};
+pub use error::{one_line, panic_message, Error, ErrorKind, Result, Unavailable};
 pub use kernels::{Config, Kernel};
 pub use plan::Plan;
 pub use problem::{DType, Layout, MatrixDesc, Precision, Problem, Shape};

@@ -223,7 +223,7 @@ pub struct TuneKey {
 
 /// The vector widths `problem` (as given) is read in, on its canonical form.
 fn lines_of(problem: &Problem, packed: bool) -> [u32; 2] {
-    let args = crate::kernels::args::Args::new(&problem.canonical().0);
+    let args = crate::kernels::common::args::Args::new(&problem.canonical().0);
     args.lines(packed)
 }
 

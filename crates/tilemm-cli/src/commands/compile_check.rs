@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use tilemm::{Plan, Precision};
-use tilemm_lab::tools::compile_check::{self, Outcome, Toolchain};
+use tilemm_lab::tools::compile_check::{self, criteria, Outcome, Toolchain};
 
 use crate::args::*;
 use crate::{CommandResult, EXIT_FAIL};
@@ -20,7 +20,8 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
             .iter()
             .flat_map(|k| k.configs())
             .filter(|c| {
-                c.matrix_loop_criteria().is_some() || c.amd_matrix_loop_criteria().is_some()
+                criteria::matrix_loop_criteria(c).is_some()
+                    || criteria::amd_matrix_loop_criteria(c).is_some()
             })
             .map(Plan::new)
             .filter(|p| !plans.contains(p))

@@ -12,6 +12,7 @@
 use std::fmt;
 
 use crate::measure::bench::{Measurement, Workload};
+use crate::{Error, Result};
 #[cfg(feature = "peers")]
 use cubecl::prelude::*;
 use tilemm::device::DeviceInfo;
@@ -23,7 +24,6 @@ use tilemm::{
     problem::Problem,
     runtime::gpu::{DeviceMatrix, Session},
 };
-use tilemm::{Error, Result};
 
 /// A cubek-matmul strategy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,10 +266,10 @@ pub fn cubek(
     _strategy: CubekStrategy,
     _repeat: usize,
 ) -> Result<Measurement> {
-    Err(Error::NotBuilt {
+    Err(Error::Tilemm(tilemm::Error::NotBuilt {
         what: "the cubek-matmul peers".into(),
         feature: "peers",
-    })
+    }))
 }
 
 #[cfg(test)]

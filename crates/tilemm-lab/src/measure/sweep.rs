@@ -12,13 +12,14 @@ use crate::measure::run::plan_host_memory;
 use crate::measure::vendor_blas::HostCopies;
 use tilemm::device::peak::{self, Peak};
 use tilemm::device::DeviceInfo;
+use tilemm::one_line;
 use tilemm::plan::check;
 use tilemm::plan::Plan;
 use tilemm::problem::{Precision, Problem};
 use tilemm::runtime::backend::{Backend, GpuSession};
 use tilemm::tune::{self, TuneOptions, TuneReport};
 use tilemm::verify::ReferencePlan;
-use tilemm::{one_line, Result};
+use tilemm::Result;
 
 /// What to measure.
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ fn dense<'a, T: tilemm::types::element::Element>(
     problem: &tilemm::problem::Problem,
     operands: &'a Operands,
     dtype: tilemm::problem::DType,
-) -> tilemm::Result<(&'a [T], &'a [T])> {
+) -> crate::Result<(&'a [T], &'a [T])> {
     debug_assert_eq!(dtype.storage(), T::DTYPE);
     let plain = tilemm::problem::Shape {
         precision: tilemm::problem::Precision::of(dtype),
@@ -28,7 +28,7 @@ fn dense<'a, T: tilemm::types::element::Element>(
         operands.b.as_slice::<T>(),
     ) {
         (true, Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(tilemm::Error::Baseline {
+        _ => Err(crate::Error::Baseline {
             name: "the vendor's BLAS".into(),
             reason: format!("it covers dense row-major A·B in {dtype} here, so far"),
         }),
@@ -114,7 +114,7 @@ pub fn cublas_gemm(
     }
 }
 #[cfg(any(feature = "cuda", feature = "hip"))]
-use tilemm::{Error, Result};
+use crate::{Error, Result};
 
 /// cuBLAS on CUDA device `index` in `T` (`dtype`'s data): row-major C = A·B computed as
 /// column-major Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.

@@ -19,9 +19,9 @@ use cubecl::profile::TimingMethod;
 use cubecl::{Compiler, ExecutionMode};
 use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
 
+use crate::{Error, Result};
 use tilemm::plan::Plan;
 use tilemm::problem::{DType, Precision};
-use tilemm::{Error, Result};
 
 /// A language the kernels can be emitted in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,12 +2,12 @@
 //! computes a column of TM entries of C, reusing each value of B it reads TM times (siboehm's
 //! kernel 4: 2.8× the example's shared-memory tiles on an A6000).
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, store, Layouts, GemmArgs};
-use super::stage::{stage_tiles, Tiles};
+use super::common::args::{at, store, Layouts, GemmArgs};
+use super::common::stage::{stage_tiles, Tiles};
 use super::{Expand, Launch, LaunchShape, Rung};
 use crate::problem::Problem;
 

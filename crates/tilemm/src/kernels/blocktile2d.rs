@@ -3,12 +3,12 @@
 //! that every shared-memory read feeds TN (or TM) fused multiply-adds (siboehm's kernel 5,
 //! 69% of cuBLAS on an A6000 where the example's tiles reach 13%).
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{store_tile, Layouts, GemmArgs};
-use super::stage::{stage_tiles, Tiles};
+use super::common::args::{store_tile, Layouts, GemmArgs};
+use super::common::stage::{stage_tiles, Tiles};
 use super::{Expand, Launch, LaunchShape, Rung};
 use crate::problem::Problem;
 

@@ -8,7 +8,7 @@
 //! loads by P; on a GPU it is the register-cache technique (loads once per warp instead of per
 //! thread, through the shuffle unit). No shared memory and no barriers. The main loop takes
 //! four steps of K at a time, each accumulator its four products in a row (see
-//! [`super::args::outer_products()`]).
+//! [`super::common::args::outer_products()`]).
 //!
 //! The plane width P is part of the configuration (the launch and the shuffles' lanes depend
 //! on it), and [`crate::plan::check::runnable`] refuses a device whose planes are not exactly P
@@ -17,11 +17,11 @@
 //! shuffle needs all): columns past C's edge are clamped for loading and never stored; a plane
 //! wholly below C's last row leaves as one.
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, outer_products, store_tile, GemmArgs};
+use super::common::args::{at, fetch, outer_products, store_tile, GemmArgs};
 use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{DType, Precision, Problem};
 

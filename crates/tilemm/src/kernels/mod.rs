@@ -4,15 +4,9 @@
 //! the compile check, the kernel tests) reads [`Kernel::ALL`] and [`Config`]. Adding a rung is
 //! its file plus one line in `registry!`'s invocation below.
 
-// CubeCL's derives generate undocumented items next to the documented ones.
-#[allow(missing_docs)]
-pub mod args;
-#[allow(missing_docs)]
-pub mod split;
-#[allow(missing_docs)]
-pub mod stage;
+pub mod common;
 
-use args::GemmInput;
+use common::args::{self, GemmInput};
 use std::fmt;
 use std::str::FromStr;
 
@@ -80,17 +74,6 @@ pub trait Rung {
     ) -> std::result::Result<(), Unavailable> {
         Ok(())
     }
-    /// The least share of FMAs (in percent) its main loop must reach in NVIDIA SASS for
-    /// `precision`, where the rung is built for it (the compile check fails below it).
-    fn loop_fma_floor(_config: &Self::Config, _precision: Precision) -> Option<f64> {
-        None
-    }
-    /// Where set, every shared-memory load in its main loop in NVIDIA SASS for `precision`
-    /// must be 128 bits wide and the loop must run at least this many FMAs per shared load
-    /// (the compile check fails otherwise): what an SGEMM at cuBLAS's class shows.
-    fn min_fma_per_shared_load(_config: &Self::Config, _precision: Precision) -> Option<f64> {
-        None
-    }
     /// The plane (warp, wavefront, subgroup) width the configuration is laid out for, if any:
     /// it runs only where every plane is exactly that wide.
     fn plane_width(_config: &Self::Config) -> Option<u32> {
@@ -102,16 +85,6 @@ pub trait Rung {
     /// Whether the kernel exists for CUDA alone (PTX's `mma.sync`, `ldmatrix`, `cp.async`):
     /// `emit` and the compile check give no HIP or WGSL source for it.
     const CUDA_ONLY: bool = false;
-    /// What the compile check holds the main loop of the configuration to in NVIDIA SASS,
-    /// where the rung is built to feed matrix units at full rate.
-    fn matrix_loop_criteria(_config: &Self::Config) -> Option<MatrixLoopCriteria> {
-        None
-    }
-    /// What the compile check holds the main loop of the configuration to in AMD assembly
-    /// (CDNA's MFMA, RDNA 3's WMMA).
-    fn amd_matrix_loop_criteria(_config: &Self::Config) -> Option<AmdMatrixLoopCriteria> {
-        None
-    }
     /// Slices of K the configuration computes side by side (split-K): above 1, each launch's
     /// grid z runs over slices × batch entries, C's buffer is the partials (f32, row-major,
     /// one M×N matrix per z, α = 1, β = 0), and [`split::reduce_partials()`] adds them into C.
@@ -133,23 +106,6 @@ pub trait Rung {
     ) -> CubeDim;
 }
 
-/// What a matrix-unit kernel's main loop must show in NVIDIA SASS ([`Rung::matrix_loop_criteria`]):
-/// the share of matrix instructions, how many each fragment load feeds, barriers and copies in
-/// flight per K tile. Besides these, it may have no element-wise staging (16-bit global loads
-/// or shared stores, scalar shared loads feeding fragments), and its global loads must be
-/// 128-bit.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct MatrixLoopCriteria {
-    /// The least share of matrix instructions among the loop's, in percent.
-    pub min_matrix_percent: f64,
-    /// The fewest matrix instructions per fragment load (`ldmatrix`).
-    pub min_matrix_per_fragment_load: f64,
-    /// The most cube barriers per K tile.
-    pub max_barriers_per_tile: f64,
-    /// The fewest K tiles whose copies are in flight while one is computed.
-    pub min_stages_in_flight: u32,
-}
-
 /// Whose register allocation a spill is judged under ([`Rung::may_spill`]): NVIDIA's (ptxas),
 /// which stands for GPUs in general, or AMD's (clang), which runs out of registers sooner for
 /// some rungs.
@@ -159,22 +115,6 @@ pub enum Compiler {
     Nvidia,
     /// AMD's clang.
     Amd,
-}
-
-/// What a matrix-unit kernel's main loop must show in AMD assembly
-/// ([`Rung::amd_matrix_loop_criteria`]): how many matrix instructions each load from LDS and
-/// from global memory feeds. Besides these, its global loads must be 128-bit (`dwordx4`,
-/// `b128`), and it may not spill (no scratch) unless the configuration says it may
-/// ([`Rung::may_spill`]).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct AmdMatrixLoopCriteria {
-    /// The fewest matrix instructions (`v_mfma`, `v_wmma`) per load from LDS (`ds_read`,
-    /// `ds_load`).
-    pub min_matrix_per_shared_load: f64,
-    /// The fewest matrix instructions per global load, where every unit stages (compilers
-    /// place a load that only some units make outside the loop's straight line, where loop
-    /// analysis does not see it).
-    pub min_matrix_per_global_load: Option<f64>,
 }
 
 /// One launch of a rung, as [`Rung::launch`] receives it.
@@ -526,30 +466,9 @@ macro_rules! registry {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::may_spill(c, precision, compiler),)* }
             }
 
-            /// What the main loop must show on NVIDIA (see [`Rung::matrix_loop_criteria`]).
-            pub fn matrix_loop_criteria(&self) -> Option<MatrixLoopCriteria> {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::matrix_loop_criteria(c),)* }
-            }
-
-            /// What the main loop must show on AMD (see [`Rung::amd_matrix_loop_criteria`]).
-            pub fn amd_matrix_loop_criteria(&self) -> Option<AmdMatrixLoopCriteria> {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::amd_matrix_loop_criteria(c),)* }
-            }
-
             /// Slices of K computed side by side (see [`Rung::k_splits`]).
             pub fn k_splits(&self) -> u32 {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::k_splits(c),)* }
-            }
-
-            /// The main loop's least FMA share on NVIDIA (see [`Rung::loop_fma_floor`]).
-            pub fn loop_fma_floor(&self, precision: Precision) -> Option<f64> {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::loop_fma_floor(c, precision),)* }
-            }
-
-            /// FMAs per 128-bit shared load its main loop must reach on NVIDIA (see
-            /// [`Rung::min_fma_per_shared_load`]).
-            pub fn min_fma_per_shared_load(&self, precision: Precision) -> Option<f64> {
-                match self { $(Config::$variant(c) => <$module::$rung as Rung>::min_fma_per_shared_load(c, precision),)* }
             }
 
             /// The plane width it is laid out for (see [`Rung::plane_width`]).

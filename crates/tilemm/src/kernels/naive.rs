@@ -4,11 +4,11 @@
 //! neighbouring elements of a row-major C, and the accumulator is the precision's (numba's
 //! `tmp = 0.` silently accumulated in f64).
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store, GemmArgs};
+use super::common::args::{at, load, store, GemmArgs};
 use super::{Expand, Launch, LaunchShape, Rung, SquareBlock};
 use crate::problem::Problem;
 

@@ -27,13 +27,13 @@
 //! 16-byte aligned, or strided, are copied element by element into the same layout, C that
 //! is not row-major and aligned is stored element by element, and every edge is guarded.
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, Dims, Layouts, View, GemmArgs};
-use super::mma::{
+use super::common::args::{at, Dims, Layouts, View, GemmArgs};
+use super::common::async_copy::{
     copy_plan, copy_tile, copy_width, stage_operand, store_width, CopyPlan, StagedTile, Swizzle,};
 use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
@@ -832,18 +832,6 @@ impl Rung for Pipelined {
     /// gfx1100 (see there); this rung's are the same 8×8.
     fn may_spill(_config: &PipelinedConfig, _precision: Precision, compiler: Compiler) -> bool {
         compiler == Compiler::Amd
-    }
-
-    /// ≥ 87% FFMA in the interior loop on sm_90 (87.5% measured: a trip of two K steps, 512
-    /// FFMA, 32 shared loads and 41 address and loop instructions), every shared load 128 bits
-    /// wide, ≥ 16 FFMA per shared load. Fully unrolled tiles gave 91%, in 136 s of NVRTC and
-    /// 219 registers (now 2.9 s and 142): the compile time a first call would wait on.
-    fn loop_fma_floor(_config: &PipelinedConfig, precision: Precision) -> Option<f64> {
-        (precision == Precision::F32).then_some(87.0)
-    }
-
-    fn min_fma_per_shared_load(_config: &PipelinedConfig, precision: Precision) -> Option<f64> {
-        (precision == Precision::F32).then_some(16.0)
     }
 
     fn shape(c: &PipelinedConfig, problem: &Problem) -> LaunchShape {

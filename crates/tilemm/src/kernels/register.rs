@@ -7,11 +7,11 @@
 //! whose rows or columns run past C's edge read the last valid row or column instead (clamped,
 //! so no load needs a branch) and store only what lies inside C.
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, outer_products, store_tile, GemmArgs};
+use super::common::args::{at, fetch, outer_products, store_tile, GemmArgs};
 use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 

@@ -21,13 +21,13 @@
 //! where the device registers its (A, B, C) types and shape, and a device with none (or
 //! another plane width) is refused before launch ([`Rung::supports`]).
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::cmma::{self, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, fetch, store, Layouts, View, GemmArgs};
-use super::stage::Tiles;
+use super::common::args::{at, fetch, store, Layouts, View, GemmArgs};
+use super::common::stage::Tiles;
 use super::{Compiler, FragmentLoads, LaunchShape, Rung};
 use crate::device::DeviceInfo;
 use crate::error::Unavailable;
@@ -497,34 +497,6 @@ impl Rung for Tensorcore {
     /// NVIDIA keeps them in 194 registers.
     fn may_spill(config: &TensorcoreConfig, _precision: Precision, compiler: Compiler) -> bool {
         compiler == Compiler::Amd && config.tm * config.tn >= 16
-    }
-
-    /// The counts wide loads give. With A staged by rows and B by columns
-    /// ([`FragmentLoads::AlongK`]), each lane loads a fragment in wide LDS reads: CDNA's
-    /// wavefronts of 64 hold 4 elements of 16 bits per lane (one `ds_read_b64`), RDNA 3's
-    /// wavefronts of 32 hold 16 (A and B replicated across the halves: two `ds_load_b128`). So
-    /// TM×TN fragments per step of K take TM + TN fragment loads for TM·TN matrix
-    /// instructions. Each unit stages its share of A's and B's tiles in 16-byte global loads
-    /// (checked where every unit has a share). Element-wise loads (the layout the fragments do not want, or narrow vectors) give 4 to
-    /// 16 times more, and fail.
-    fn amd_matrix_loop_criteria(c: &TensorcoreConfig) -> Option<super::AmdMatrixLoopCriteria> {
-        // 8×8 fragments are lavapipe's, never AMD's.
-        if c.m != 16 {
-            return None;
-        }
-        let reads_per_fragment = if c.plane == 32 { 2 } else { 1 };
-        let matrix = f64::from(c.tm * c.tn);
-        let shared_loads = f64::from(reads_per_fragment * (c.tm + c.tn));
-        // 16-byte pieces of each tile per unit, where every unit takes the same number.
-        let per_unit = |elements: u32| {
-            let pieces = elements / 8;
-            pieces.is_multiple_of(c.units()).then(|| pieces / c.units())
-        };
-        let global_loads = per_unit(c.bm() * c.k).zip(per_unit(c.k * c.bn()));
-        Some(super::AmdMatrixLoopCriteria {
-            min_matrix_per_shared_load: matrix / shared_loads,
-            min_matrix_per_global_load: global_loads.map(|(a, b)| matrix / f64::from(a + b)),
-        })
     }
 
     fn plane_width(config: &TensorcoreConfig) -> Option<u32> {

@@ -7,11 +7,11 @@
 //! that neighbouring units read neighbouring elements whether A or B is stored row- or
 //! column-major.
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store, GemmArgs};
+use super::common::args::{at, load, store, GemmArgs};
 use super::{Expand, Launch, LaunchShape, Rung, SquareBlock};
 use crate::problem::Problem;
 

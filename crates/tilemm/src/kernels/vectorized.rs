@@ -4,11 +4,11 @@
 //! (siboehm's kernel 6: 78% of cuBLAS on an A6000, where 2D block tiling reaches 69%). The
 //! main loop is then mostly FMAs, which the compile check's `loop FMA` column shows.
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, load, store_tile, Dims, Layouts, View, GemmArgs};
+use super::common::args::{at, load, store_tile, Dims, Layouts, View, GemmArgs};
 use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
@@ -269,13 +269,6 @@ impl Rung for Vectorized {
     /// leaves it 128 VGPRs); NVIDIA and CDNA do not, as the compile check shows.
     fn may_spill(c: &VectorizedConfig, precision: Precision, _compiler: Compiler) -> bool {
         c.tm * c.tn >= 64 && precision.accumulate == crate::problem::DType::F64
-    }
-
-    /// With an 8×8 micro-tile in f32 the main loop is at least 80% FFMA on sm_80 and sm_90
-    /// (siboehm's fastest kernels run 80–90%): wide shared loads leave 16 loads per 512 FMAs
-    /// per step of BK. Smaller tiles, other types, are not held to it.
-    fn loop_fma_floor(c: &VectorizedConfig, precision: Precision) -> Option<f64> {
-        (c.tm * c.tn >= 64 && precision == Precision::F32).then_some(80.0)
     }
 
     fn shape(c: &VectorizedConfig, problem: &Problem) -> LaunchShape {

@@ -15,11 +15,11 @@
 //! product on planes of any width (lavapipe's 8); it is fastest where the hardware's warps are
 //! the configuration's `warp`.
 
-use super::args::GemmInput;
+use super::common::args::GemmInput;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, store, Layouts, GemmArgs};
+use super::common::args::{at, store, Layouts, GemmArgs};
 use super::vectorized::{fetch_tile, put_tile};
 use super::{Expand, Launch, Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
@@ -220,7 +220,7 @@ impl WarptileConfig {
     }
 
     /// Accumulators per unit.
-    fn per_unit(&self) -> u32 {
+    pub fn per_unit(&self) -> u32 {
         self.wm_iter() * self.tm * self.wn_iter * self.tn
     }
 }
@@ -293,14 +293,6 @@ impl Rung for Warptile {
     fn may_spill(c: &WarptileConfig, precision: Precision, compiler: Compiler) -> bool {
         compiler == Compiler::Amd
             || (c.per_unit() >= 64 && precision.accumulate == crate::problem::DType::F64)
-    }
-
-    /// With 64 or more f32 accumulators per unit the main loop is at least 75% FFMA on sm_80
-    /// and sm_90 (79% measured): 5 points under the vectorized rung's floor, because the loop
-    /// also holds the next tile's loads from global memory, with their edge checks, which the
-    /// FMAs overlap.
-    fn loop_fma_floor(c: &WarptileConfig, precision: Precision) -> Option<f64> {
-        (c.per_unit() >= 64 && precision == Precision::F32).then_some(75.0)
     }
 
     fn shape(c: &WarptileConfig, problem: &Problem) -> LaunchShape {

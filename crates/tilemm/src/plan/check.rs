@@ -135,7 +135,8 @@ pub fn check(plan: &Plan, problem: &Problem, device: &DeviceInfo) -> Result<Laun
         .uses_partials(problem, !device.types.bf16)
         .then(|| {
             let entries = launches.partials_entries(problem);
-            let len = crate::kernels::split::partials_len(problem, launches.k_splits, entries);
+            let len =
+                crate::kernels::common::split::partials_len(problem, launches.k_splits, entries);
             (
                 len,
                 len.saturating_mul(problem.precision.accumulate.size_bytes()),

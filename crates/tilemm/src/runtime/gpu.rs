@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::device::{DeviceInfo, DeviceLimits, MatrixUnit, TypeSupport};
 use crate::error::{one_line, Error, Result};
 use crate::host;
-use crate::kernels::{self, args::Args};
+use crate::kernels::{self, common::args::Args};
 use crate::plan::panels::{self, Block, Schedule};
 use crate::plan::{Launches, Plan};
 use crate::problem::{DType, Layout, MatrixDesc, Problem};
@@ -529,7 +529,7 @@ impl<R: Runtime> Session<R> {
         let per_chunk = gz / splits;
         let batch = canonical.batch as u32;
         let held = launches.partials_entries(canonical);
-        let len = kernels::split::partials_len(canonical, splits, held);
+        let len = kernels::common::split::partials_len(canonical, splits, held);
         let elem = canonical.precision.accumulate.size_bytes();
         let partials = self.client.empty(len * elem);
         for chunk in 0..launches.batch_chunks {
@@ -537,10 +537,13 @@ impl<R: Runtime> Session<R> {
             let entries = per_chunk.min(batch - begin);
             // Split-K's partials hold this chunk; the others the whole batch.
             let (partial, partials_begin) = if splits > 1 {
-                let partial = kernels::split::partial_problem(canonical, splits, entries);
+                let partial = kernels::common::split::partial_problem(canonical, splits, entries);
                 (partial, 0)
             } else {
-                (kernels::split::partial_problem(canonical, 1, held), begin)
+                (
+                    kernels::common::split::partial_problem(canonical, 1, held),
+                    begin,
+                )
             };
             for slab in plan.k_slabs(canonical) {
                 let mut args = Args::new(&partial);
@@ -560,7 +563,7 @@ impl<R: Runtime> Session<R> {
                     packed,
                 );
             }
-            kernels::split::reduce(
+            kernels::common::split::reduce(
                 &self.client,
                 canonical,
                 &partials,

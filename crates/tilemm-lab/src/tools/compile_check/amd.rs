@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{tool_error, ResourceUsage, Toolchain};
 use crate::tools::compile_check::arch::{amd_occupancy, Arch};
+use crate::Result;
 use tilemm::plan::Plan;
-use tilemm::Result;
 
 /// Stands in for `<hip/hip_runtime.h>` so no ROCm installation is needed.
 const HIP_SHIM: &str = include_str!("hip_shim.h");

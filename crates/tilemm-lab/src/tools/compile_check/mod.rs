@@ -14,6 +14,7 @@
 
 mod amd;
 mod arch;
+pub mod criteria;
 pub mod loops;
 #[cfg(feature = "cuda")]
 mod nvidia;
@@ -27,10 +28,10 @@ pub use amd::{hip_headers, rocwmma_headers, through_rocwmma, RocWmmaHeaders};
 pub use arch::{Arch, Vendor, DEFAULT_ARCHS, KNOWN};
 
 use crate::tools::emit;
+use crate::{Error, Result};
 use tilemm::kernels::Compiler;
 use tilemm::plan::Plan;
 use tilemm::problem::Precision;
-use tilemm::{Error, Result};
 
 /// What one compilation used, per kernel and target.
 #[derive(Clone, Debug, Serialize)]
@@ -88,7 +89,7 @@ impl ResourceUsage {
     /// A plan with a floor whose main loop could not be read (no nvdisasm) fails too: the
     /// floor is then unchecked, not met.
     pub fn below_fma_floor(&self) -> bool {
-        let floor = self.plan.config.loop_fma_floor(self.precision);
+        let floor = criteria::loop_fma_floor(&self.plan.config, self.precision);
         match (floor, self.main_loop) {
             (Some(floor), Some(mix)) if self.arch.starts_with("sm_") => mix.percent() < floor,
             (Some(_), None) if self.arch.starts_with("sm_") => true,
@@ -105,9 +106,9 @@ impl ResourceUsage {
         self.plan.kernel().matrix_units() && self.matrix_ops.unwrap_or(0) == 0
     }
 
-    /// The criteria of its plan's main loop ([`tilemm::kernels::Rung::matrix_loop_criteria`],
-    /// [`tilemm::kernels::Rung::min_fma_per_shared_load`] on NVIDIA,
-    /// [`tilemm::kernels::Rung::amd_matrix_loop_criteria`] on AMD) that the machine code misses,
+    /// The criteria of its plan's main loop ([`criteria::matrix_loop_criteria`],
+    /// [`criteria::min_fma_per_shared_load`] on NVIDIA,
+    /// [`criteria::amd_matrix_loop_criteria`] on AMD) that the machine code misses,
     /// each as a short phrase; none for a plan without criteria. A main loop that could not be
     /// read misses them all.
     pub fn main_loop_failures(&self) -> Vec<String> {
@@ -120,9 +121,9 @@ impl ResourceUsage {
     }
 
     /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop in AMD assembly
-    /// ([`tilemm::kernels::Rung::amd_matrix_loop_criteria`]).
+    /// ([`criteria::amd_matrix_loop_criteria`]).
     fn amd_matrix_loop_failures(&self) -> Vec<String> {
-        let Some(criteria) = self.plan.config.amd_matrix_loop_criteria() else {
+        let Some(criteria) = criteria::amd_matrix_loop_criteria(&self.plan.config) else {
             return Vec::new();
         };
         let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
@@ -162,7 +163,8 @@ impl ResourceUsage {
 
     /// [`ResourceUsage::main_loop_failures`] of an FMA loop's shared loads.
     fn shared_load_failures(&self) -> Vec<String> {
-        let Some(least) = self.plan.config.min_fma_per_shared_load(self.precision) else {
+        let Some(least) = criteria::min_fma_per_shared_load(&self.plan.config, self.precision)
+        else {
             return Vec::new();
         };
         let Some(mix) = self.main_loop.filter(|m| m.fma > 0) else {
@@ -187,7 +189,7 @@ impl ResourceUsage {
 
     /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop.
     fn matrix_loop_failures(&self) -> Vec<String> {
-        let Some(criteria) = self.plan.config.matrix_loop_criteria() else {
+        let Some(criteria) = criteria::matrix_loop_criteria(&self.plan.config) else {
             return Vec::new();
         };
         let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
@@ -385,10 +387,10 @@ pub fn preflight(archs: &[Arch], tools: &Toolchain) -> Result<()> {
         #[cfg(feature = "cuda")]
         nvidia::preflight(tools)?;
         #[cfg(not(feature = "cuda"))]
-        return Err(Error::NotBuilt {
+        return Err(Error::Tilemm(tilemm::Error::NotBuilt {
             what: "the cuda backend (NVRTC, for the NVIDIA compile check)".into(),
             feature: "cuda",
-        });
+        }));
     }
     if archs.iter().any(|a| a.vendor == Vendor::Amd) {
         amd::find_clang(tools)?;
@@ -413,10 +415,10 @@ pub fn check(
             #[cfg(not(feature = "cuda"))]
             {
                 let _ = (tools, precision);
-                Err(Error::NotBuilt {
+                Err(Error::Tilemm(tilemm::Error::NotBuilt {
                     what: "the cuda backend (NVRTC, for the NVIDIA compile check)".into(),
                     feature: "cuda",
-                })
+                }))
             }
         }
         Vendor::Amd => {

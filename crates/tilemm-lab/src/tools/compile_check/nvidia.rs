@@ -8,8 +8,8 @@ use cudarc::nvrtc::{result, sys};
 use super::{tool_error, ResourceUsage, Toolchain};
 use crate::tools::compile_check::arch::{nvidia_occupancy, Arch};
 use crate::tools::compile_check::loops::sass_main_loop;
+use crate::Result;
 use tilemm::plan::Plan;
-use tilemm::Result;
 
 const NVRTC_HINT: &str = "libnvrtc.so not found: install the CUDA toolkit, or \
     `pip install nvidia-cuda-nvrtc-cu12` and add its nvidia/cuda_nvrtc/lib to LD_LIBRARY_PATH";

@@ -70,7 +70,7 @@ pub trait GemmInput: Scalar {
     /// Whether the buffer holds bf16 values packed two to a u32.
     const PACKED_BF16: bool = false;
     /// The type matrix-unit fragments hold these values in: their own (bf16 for packed bf16).
-    /// The rungs built on matrix units compute f16 and bf16 inputs only ([`super::Rung::computes`]).
+    /// The rungs built on matrix units compute f16 and bf16 inputs only ([`crate::kernels::Rung::computes`]).
     type Fragment: Float;
 }
 

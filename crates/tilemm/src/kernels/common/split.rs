@@ -1,7 +1,7 @@
 //! Split-K's second half: the partials that the slices of K left (one M×N matrix of the
 //! accumulator's type per slice and batch entry) added, in slice order, into C with α and β.
 //!
-//! A rung that splits K ([`super::Rung::k_splits`]) is launched over a partial problem:
+//! A rung that splits K ([`crate::kernels::Rung::k_splits`]) is launched over a partial problem:
 //! the same A and B, C replaced by the partials, α = 1, β = 0, the output in the
 //! accumulator's type. Each entry of C is then rounded once, by [`reduce_partials()`]: the sum of the
 //! slices' sums is a sum of the same K products in another order, so the verifier's bound and
@@ -128,7 +128,7 @@ pub(crate) fn reduce<R: Runtime>(
             }
         };
     }
-    let stored = super::stored_output(canonical.precision, packed);
+    let stored = crate::kernels::stored_output(canonical.precision, packed);
     match (canonical.precision.accumulate, stored) {
         (DType::F64, _) => go!(f64, f64),
         (_, DType::F16) => go!(f32, half::f16),

@@ -24,21 +24,27 @@
 //! copied element by element into the same layout (synchronously), C that is not row-major
 //! with even strides is stored element by element, and every edge is guarded.
 
-use super::args::GemmInput;
+use crate::kernels::common::args::GemmInput;
 use cubecl::cmma::MmaDefinition;
 use cubecl::ir::MatrixIdent;
-use cubecl::prelude::barrier::{copy_async, copy_async_checked, Barrier};
+use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, Dims, Layouts, View, GemmArgs};
-use super::{LaunchShape, Rung};
+use crate::kernels::common::args::{at, Dims, Layouts, View, GemmArgs};
+use crate::kernels::common::async_copy::{
+    copy_plan, copy_tile, stage_operand, swizzled, StagedTile,
+    CHUNK_BYTES,
+};
+pub use crate::kernels::common::async_copy::{copy_width, store_width};
+
+mod emulated;
+use emulated::*;
+use crate::kernels::{LaunchShape, Rung};
 use crate::device::{DeviceInfo, MatrixUnit};
 use crate::error::Unavailable;
-use crate::problem::{DType, MatrixDesc, Precision, Problem};
+use crate::problem::{DType, Precision, Problem};
 
-/// Bytes of one asynchronous copy (`cp.async`'s widest), and of a chunk of the shared layout.
-pub const CHUNK_BYTES: u32 = 16;
 
 /// The instruction's shape for 16-bit inputs: m16n8k16.
 const INSTRUCTION: (u32, u32, u32) = (16, 8, 16);
@@ -46,90 +52,6 @@ const INSTRUCTION: (u32, u32, u32) = (16, 8, 16);
 /// Lanes of a warp.
 const WARP: u32 = 32;
 
-/// Where a 16-byte chunk of a tile lies in shared memory: the tile's rows are `chunks` chunks
-/// long and start `stride` chunks apart (`stride` > `chunks`: padded rows), and chunk `c` of
-/// row `r` sits at position `c ^ ((r >> shift) & mask)` of its row.
-///
-/// With `shift` and `mask` from [`Swizzle::new`], any 8 consecutive rows (aligned to 8) at
-/// one chunk position, and any 8 consecutive chunks of a 128-byte line, land in the 8
-/// distinct 16-byte bank groups of the 32 banks: what an `ldmatrix` phase reads and a phase
-/// of 8 lanes' 16-byte copies writes (tested in this module's tests from this function alone).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct Swizzle {
-    /// Chunks per row.
-    pub chunks: u32,
-    /// Chunks from one row's start to the next's.
-    pub stride: u32,
-    /// Rows sharing a 128-byte line: log2.
-    pub shift: u32,
-    /// Chunk positions XORed: `min(chunks, 8) − 1`.
-    pub mask: u32,
-}
-
-impl Swizzle {
-    /// The swizzle of rows `chunks` chunks long (a power of two).
-    pub const fn new(chunks: u32) -> Self {
-        let per_line = if chunks >= 8 { 1 } else { 8 / chunks };
-        Swizzle {
-            chunks,
-            stride: chunks,
-            shift: per_line.trailing_zeros(),
-            mask: if chunks >= 8 { 7 } else { chunks - 1 },
-        }
-    }
-
-    /// Rows after which the pattern repeats.
-    pub const fn period(&self) -> u32 {
-        (self.mask + 1) << self.shift
-    }
-
-    /// The position of chunk `chunk` of row `row`, in chunks from the tile's start.
-    pub const fn position(&self, row: u32, chunk: u32) -> u32 {
-        row * self.stride + (chunk ^ ((row >> self.shift) & self.mask))
-    }
-}
-
-/// [`Swizzle::position`] in a kernel.
-#[cube]
-pub fn swizzled(row: u32, chunk: u32, #[comptime] swizzle: Swizzle) -> u32 {
-    row * swizzle.stride + (chunk ^ ((row >> swizzle.shift) & swizzle.mask))
-}
-
-/// One operand's tile in shared memory: `rows` rows of `swizzle.chunks` 16-byte chunks (each
-/// `swizzle.stride` chunks of memory), the
-/// rows running along the operand's contiguous axis' partner (A row-major: rows of A, chunks
-/// along K; column-major: rows of K, chunks along M).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct StagedTile {
-    /// Rows stored.
-    pub rows: u32,
-    /// Their layout.
-    pub swizzle: Swizzle,
-    /// Elements per chunk (8 for 16-bit types).
-    pub per_chunk: u32,
-    /// Whether the stored rows are the operand's columns (a column-major operand).
-    pub by_cols: bool,
-}
-
-impl StagedTile {
-    /// An operand's `outer`×`inner` tile (rows × columns of the operand: A's BM×BK, B's
-    /// BK×BN) of `bytes`-byte elements, stored as the operand lies (`by_cols`: column-major).
-    pub const fn new(outer: u32, inner: u32, bytes: u32, by_cols: bool) -> Self {
-        let per_chunk = CHUNK_BYTES / bytes;
-        let (rows, along) = if by_cols { (inner, outer) } else { (outer, inner) };
-        StagedTile {
-            rows,
-            swizzle: Swizzle::new(along / per_chunk),
-            per_chunk,
-            by_cols,
-        }
-    }
-
-    /// Elements the tile takes in memory.
-    pub const fn elements(&self) -> u32 {
-        self.rows * self.swizzle.stride * self.per_chunk
-    }
-}
 
 /// The manual-MMA rung.
 pub struct Mma;
@@ -237,207 +159,6 @@ impl MmaConfig {
     }
 }
 
-/// Moves `width` elements from `src[index..]` into `tile[offset..]`: one asynchronous 16-byte
-/// copy (`cp.async`), of which only `valid` elements are read and the rest zero-filled where
-/// `bounded`; emulated, synchronous loads and stores of the same elements.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn transfer<F: Float>(
-    src: &Array<F>,
-    index: usize,
-    valid: u32,
-    tile: &mut SharedMemory<F>,
-    offset: u32,
-    #[comptime] width: u32,
-    #[comptime] bounded: bool,
-    #[comptime] emulate: bool,
-    #[comptime] rolled: bool,
-) {
-    if comptime!(emulate || width == 1) {
-        // Selects, not branches, and emulated a loop: lavapipe's compiler takes time
-        // superlinear in the code of a kernel with barriers. Out of range, element 0 is read
-        // and dropped.
-        #[unroll(!rolled)]
-        for e in 0..width {
-            let inside = !comptime!(bounded) || e < valid;
-            let from = select(inside, index + e as usize, 0usize);
-            tile[(offset + e) as usize] = select(inside, src[from], F::new(0.0));
-        }
-    } else if comptime!(bounded) {
-        // Out of range (valid = 0), the copy reads nothing.
-        copy_async_checked(
-            &src.slice(index, index + valid as usize),
-            &mut tile.slice_mut(offset as usize, (offset + width) as usize),
-            width,
-        );
-    } else {
-        copy_async(
-            &src.slice(index, index + width as usize),
-            &mut tile.slice_mut(offset as usize, (offset + width) as usize),
-            width,
-        );
-    }
-}
-
-/// Copies one K tile of an operand into its stage: `units` units, each a share of the tile's
-/// pieces of `width` elements (a whole 16-byte chunk with `cp.async`, zero-filled past the
-/// operand's edges; or, for `width` 1, single elements loaded and stored synchronously).
-/// The tile's corner is (`row0`, `col0`) of the operand, whose valid rows and columns end at
-/// `rows_end` and `cols_end`; `inside` says the whole tile lies within them, so that no copy
-/// needs a bound (the interior tiles: every one of a large product but those at its edges).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn stage_operand<F: Float>(
-    src: &Array<F>,
-    view: &View,
-    tile: &mut SharedMemory<F>,
-    stage_base: u32,
-    batch: u32,
-    row0: u32,
-    col0: u32,
-    rows_end: u32,
-    cols_end: u32,
-    inside: bool,
-    #[comptime] staged: StagedTile,
-    #[comptime] units: u32,
-    #[comptime] width: u32,
-    #[comptime] emulate: bool,
-    #[comptime] rolled: bool,
-) {
-    let per_chunk = comptime!(staged.per_chunk);
-    let pieces_per_chunk = comptime!(per_chunk / width);
-    let pieces_per_row = comptime!(staged.swizzle.chunks * pieces_per_chunk);
-    let pieces = comptime!(staged.rows * pieces_per_row);
-    #[unroll(!rolled)]
-    for q in 0..comptime!(pieces / units) {
-        let piece = q * units + UNIT_POS;
-        let row = piece / pieces_per_row;
-        let rest = piece % pieces_per_row;
-        let chunk = rest / pieces_per_chunk;
-        let along = chunk * per_chunk + (rest % pieces_per_chunk) * width;
-        // The operand's coordinates of the piece's first element, and how many of its
-        // `width` elements lie inside the operand.
-        let (i, j) = if comptime!(staged.by_cols) {
-            (row0 + along, col0 + row)
-        } else {
-            (row0 + row, col0 + along)
-        };
-        let offset = stage_base
-            + swizzled(row, chunk, staged.swizzle) * per_chunk
-            + (rest % pieces_per_chunk) * width;
-        if comptime!(width > 1) && inside {
-            let index = at(view, batch, i, j);
-            transfer::<F>(src, index, width, tile, offset, width, false, emulate, rolled);
-        } else {
-            let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
-                (j < cols_end, i, rows_end)
-            } else {
-                (i < rows_end, j, cols_end)
-            };
-            let mut valid = 0u32;
-            // Out of range, no element is read (and the index is a harmless 0).
-            let mut index = 0usize;
-            if fixed_ok && along_pos < along_end {
-                valid = (along_end - along_pos).min(width);
-                index = at(view, batch, i, j);
-            }
-            transfer::<F>(src, index, valid, tile, offset, width, true, emulate, rolled);
-        }
-    }
-}
-
-/// A unit's share of one operand's copies on the fast path (whole tiles, 16-byte copies): the
-/// buffer index of its first piece in K tile 0, the index steps between its pieces and between
-/// K tiles, and the stored row and chunk of its first piece (the others follow `units /
-/// chunks` rows further each).
-#[derive(CubeType, Clone, Copy)]
-pub(crate) struct CopyPlan {
-    first: usize,
-    step_piece: usize,
-    step_tile: usize,
-    row: u32,
-    chunk: u32,
-}
-
-/// [`CopyPlan`] for an operand whose tile 0 has its corner at (`row0`, `col0`); K runs along
-/// the operand's rows (`k_down`: B) or columns (A).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn copy_plan(
-    view: &View,
-    batch: u32,
-    row0: u32,
-    col0: u32,
-    #[comptime] staged: StagedTile,
-    #[comptime] units: u32,
-    #[comptime] bk: u32,
-    #[comptime] k_down: bool,
-) -> CopyPlan {
-    let chunks = comptime!(staged.swizzle.chunks);
-    let per_chunk = comptime!(staged.per_chunk);
-    let row = UNIT_POS / chunks;
-    let chunk = UNIT_POS % chunks;
-    let along = chunk * per_chunk;
-    let (i, j) = if comptime!(staged.by_cols) {
-        (row0 + along, col0 + row)
-    } else {
-        (row0 + row, col0 + along)
-    };
-    let stored_rows_stride = if comptime!(staged.by_cols) {
-        view.col_stride
-    } else {
-        view.row_stride
-    };
-    let k_stride = if comptime!(k_down) {
-        view.row_stride
-    } else {
-        view.col_stride
-    };
-    CopyPlan {
-        first: at(view, batch, i, j),
-        step_piece: (comptime!(units / chunks) * stored_rows_stride) as usize,
-        step_tile: (comptime!(bk) * k_stride) as usize,
-        row,
-        chunk,
-    }
-}
-
-/// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
-/// `cp.async` per piece, no bounds (the fast path's tiles are whole). Where a unit's pieces
-/// lie a multiple of the swizzle's period apart (every registered configuration), the stage
-/// offsets are the first one's plus constants.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn copy_tile<F: Float>(
-    src: &Array<F>,
-    plan: &CopyPlan,
-    tile: &mut SharedMemory<F>,
-    t: u32,
-    #[comptime] stage_base: u32,
-    #[comptime] staged: StagedTile,
-    #[comptime] units: u32,
-    #[comptime] emulate: bool,
-    #[comptime] rolled: bool,
-) {
-    let per_chunk = comptime!(staged.per_chunk);
-    let chunks = comptime!(staged.swizzle.chunks);
-    let pieces = comptime!(staged.rows * chunks);
-    let rows_apart = comptime!(units / chunks);
-    let period = comptime!(staged.swizzle.period());
-    let base = plan.first + t as usize * plan.step_tile;
-    let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
-    #[unroll(!rolled)]
-    for q in 0..comptime!(pieces / units) {
-        let index = base + q as usize * plan.step_piece;
-        let offset = if comptime!(rows_apart % period == 0) {
-            first + stage_base + q * comptime!(rows_apart * staged.swizzle.stride * per_chunk)
-        } else {
-            swizzled(plan.row + q * rows_apart, plan.chunk, staged.swizzle) * per_chunk
-                + stage_base
-        };
-        transfer::<F>(src, index, per_chunk, tile, offset, per_chunk, false, emulate, rolled);
-    }
-}
 
 /// A lane's `ldmatrix.x4` addresses into one operand's stage (in elements from the stage's
 /// start), for a warp tile from `origin` (its first row of A, or column of B).
@@ -518,168 +239,6 @@ fn load_x4<F: Float, A: Float>(
     )
 }
 
-/// One `ldmatrix.x4` of the emulation, as the PTX ISA defines it, with shared-memory loads,
-/// each register element stored into the warp's `scratch` where `mma.m16n8k16` takes it from.
-///
-/// Register r of lane l holds, of the 8×8 matrix whose row x lane 8r + x addresses, row l / 4
-/// at columns 2(l % 4) and 2(l % 4) + 1 (transposed: rows 2(l % 4) and 2(l % 4) + 1 at column
-/// l / 4), each source lane's address being what [`fragment_bases`] gives that lane for outer
-/// fragment `o` at step `kk`. In `mma` (g = l / 4, t = l % 4), A's register r holds row
-/// g + 8·(r % 2), columns 2t + 8·(r / 2) + {0, 1}; B's register r of fragment f rows (of K)
-/// 2t + 8r + {0, 1} of column g; the x4 of B holds fragment 2o in registers 0, 1 and 2o + 1
-/// in 2, 3. A's fragment `o` goes to `scratch[base + 256·o ..]` (16×16, row-major), B's
-/// fragment f to `scratch[base + 128·f ..]` (16×8, by K). The scratch follows B's stages in
-/// `shared_b`.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn emulated_ldmatrix<F: Float>(
-    shared_a: &SharedMemory<F>,
-    shared_b: &mut SharedMemory<F>,
-    base: u32,
-    lane: u32,
-    origin: u32,
-    stage_base: u32,
-    #[comptime] o: u32,
-    #[comptime] kk: u32,
-    #[comptime] staged: StagedTile,
-    #[comptime] is_a: bool,
-    #[comptime] outer: u32,
-    #[comptime] steps: u32,
-    #[comptime] transpose: bool,
-) {
-    let (g, t) = (lane / 4, lane % 4);
-    // Register r's element e (a loop, not unrolled: see `transfer`).
-    for idx in 0..8u32 {
-        let (r, e) = (idx / 2, idx % 2);
-        let (source, column) = if comptime!(transpose) {
-            (r * 8 + 2 * t + e, g)
-        } else {
-            (r * 8 + g, 2 * t + e)
-        };
-        let bases = fragment_bases(source, origin, staged, is_a, outer, steps);
-        let row = stage_base + fragment_offset(&bases, o, kk, staged, is_a);
-        let at = if comptime!(is_a) {
-            base + o * 256 + (g + 8 * (r % 2)) * 16 + 2 * t + 8 * (r / 2) + e
-        } else {
-            base + (2 * o + r / 2) * 128 + (2 * t + 8 * (r % 2) + e) * 8 + g
-        };
-        let value = if comptime!(is_a) {
-            shared_a[(row + column) as usize]
-        } else {
-            shared_b[(row + column) as usize]
-        };
-        shared_b[at as usize] = value;
-    }
-}
-
-/// The emulation's `mma.m16n8k16` of a whole warp tile at one step of K, from the fragments
-/// [`emulated_ldmatrix`] placed (A's MI from `a_base`, B's NI from `b_base`): C's vector h
-/// of fragment (i, j) is row g + 8h, columns 2t + {0, 1}, added to `acc[((i·NI + j)·2 + h)·2
-/// + e]`.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn emulated_mma<F: Float, A: Float>(
-    scratch: &SharedMemory<F>,
-    a_base: u32,
-    b_base: u32,
-    lane: u32,
-    acc: &mut Array<A>,
-    #[comptime] mi: u32,
-    #[comptime] ni: u32,
-) {
-    let (g, t) = (lane / 4, lane % 4);
-    for i in 0..mi {
-        for j in 0..ni {
-            for h in 0..2u32 {
-                for e in 0..2u32 {
-                    let (row, col) = (g + 8 * h, 2 * t + e);
-                    let mut sum = A::new(0.0);
-                    for k in 0..16u32 {
-                        sum += A::cast_from(scratch[(a_base + i * 256 + row * 16 + k) as usize])
-                            * A::cast_from(scratch[(b_base + j * 128 + k * 8 + col) as usize]);
-                    }
-                    let at = (((i * ni + j) * 2 + h) * 2 + e) as usize;
-                    acc[at] += sum;
-                }
-            }
-        }
-    }
-}
-
-/// The emulation's [`warp_tile`]: every fragment through [`emulated_ldmatrix`] into the
-/// warp's scratch (after B's stages in `shared_b`), then [`emulated_mma`] into `acc`.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn emulated_warp_tile<F: Float, A: Float>(
-    shared_a: &SharedMemory<F>,
-    shared_b: &mut SharedMemory<F>,
-    acc: &mut Array<A>,
-    warp_row: u32,
-    warp_col: u32,
-    #[comptime] stage: u32,
-    #[comptime] config: MmaConfig,
-    #[comptime] layouts: Layouts,
-) {
-    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
-    let (fm, fn_, fk) = comptime!(INSTRUCTION);
-    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
-    let steps = comptime!(config.bk / fk);
-    let (base_a, base_b) = comptime!((stage * tile_a.elements(), stage * tile_b.elements()));
-    let lane = UNIT_POS_X;
-    let scratch = comptime!(config.stages * tile_b.elements())
-        + UNIT_POS_Y * comptime!(config.scratch_per_warp());
-    // Every step's fragments first, then every step's products: one barrier more per K tile
-    // (lavapipe turns each into a coroutine's suspension, which costs its compiler dearly).
-    // The K loop's barrier before the next tile's fragments keeps them from this tile's
-    // products.
-    #[unroll]
-    for kk in 0..steps {
-        let a_scratch = scratch + comptime!(kk * (mi * 256 + ni * 128));
-        let b_scratch = a_scratch + comptime!(mi * 256);
-        #[unroll]
-        for i in 0..mi {
-            emulated_ldmatrix::<F>(
-                shared_a,
-                shared_b,
-                a_scratch,
-                lane,
-                warp_row,
-                base_a,
-                i,
-                kk,
-                tile_a,
-                true,
-                mi,
-                steps,
-                comptime!(tile_a.by_cols),
-            );
-        }
-        #[unroll]
-        for p in 0..comptime!(ni / 2) {
-            emulated_ldmatrix::<F>(
-                shared_a,
-                shared_b,
-                b_scratch,
-                lane,
-                warp_col,
-                base_b,
-                p,
-                kk,
-                tile_b,
-                false,
-                comptime!(ni / 2),
-                steps,
-                comptime!(!tile_b.by_cols),
-            );
-        }
-    }
-    sync_cube();
-    for kk in 0..steps {
-        let a_scratch = scratch + kk * comptime!(mi * 256 + ni * 128);
-        let b_scratch = a_scratch + comptime!(mi * 256);
-        emulated_mma::<F, A>(shared_b, a_scratch, b_scratch, lane, acc, mi, ni);
-    }
-}
 
 /// The warp's MMAs on one stage: per step of 16 along K, MI fragments of A and NI of B (two
 /// per `ldmatrix.x4`), then MI·NI `mma.m16n8k16` into `acc`.
@@ -1105,44 +664,6 @@ fn store_pair<A: Float, O: Float, NC: Size>(
     }
 }
 
-/// The widest piece (in elements: a whole 16-byte chunk, else 1) operand `d` can be copied in
-/// along its contiguous axis: every chunk of a tile must start 16-byte aligned in the buffer.
-/// Tiles start at multiples of the chunk along that axis (K slabs at multiples of BK), so the
-/// offset and the other strides decide. Strided operands go element by element.
-pub fn copy_width(d: &MatrixDesc, bytes: u32) -> u32 {
-    let chunk = (CHUNK_BYTES / bytes) as usize;
-    let along_rows = d.col_stride == 1 || d.cols == 1;
-    let along_cols = d.row_stride == 1 || d.rows == 1;
-    let other = if along_rows {
-        d.row_stride
-    } else if along_cols {
-        d.col_stride
-    } else {
-        return 1;
-    };
-    let aligned = [d.offset, other, d.batch_stride]
-        .iter()
-        .all(|x| x.is_multiple_of(chunk));
-    if aligned {
-        chunk as u32
-    } else {
-        1
-    }
-}
-
-/// C's vector width for a kernel that stores `widest` adjacent columns at a time, from a
-/// multiple of `widest`: `widest` where C is row-major with offset, strides and N multiples of
-/// it, so that each group is one aligned vector, inside C or outside; else 1.
-pub fn store_width(d: &MatrixDesc, widest: u32) -> u32 {
-    let aligned = [d.offset, d.row_stride, d.batch_stride, d.cols]
-        .iter()
-        .all(|x| x.is_multiple_of(widest as usize));
-    if d.col_stride == 1 && aligned {
-        widest
-    } else {
-        1
-    }
-}
 
 impl Rung for Mma {
     const NAME: &'static str = "mma";
@@ -1151,17 +672,6 @@ impl Rung for Mma {
     type Config = MmaConfig;
     const MATRIX_UNITS: bool = true;
     const CUDA_ONLY: bool = true;
-
-    fn matrix_loop_criteria(_config: &MmaConfig) -> Option<super::MatrixLoopCriteria> {
-        // What an Ampere-class kernel aiming at 40–60% of cuBLAS shows (shared/notes: 37%
-        // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight).
-        Some(super::MatrixLoopCriteria {
-            min_matrix_percent: 30.0,
-            min_matrix_per_fragment_load: 4.0,
-            max_barriers_per_tile: 1.0,
-            min_stages_in_flight: 2,
-        })
-    }
 
     fn configs() -> Vec<MmaConfig> {
         let config = |bm, bn, bk, wm, wn, stages, split| MmaConfig {
@@ -1355,22 +865,7 @@ impl Rung for Mma {
 mod tests {
     use super::*;
 
-    /// The 16-byte bank group (of 8) a chunk at `position` (in chunks) falls in.
-    fn group(position: u32) -> u32 {
-        position % 8
-    }
-
-    /// Wavefronts (passes through the 32 banks) one phase of 8 chunk accesses needs: the most
-    /// chunks in any one bank group (distinct chunks; the same chunk twice is a broadcast).
-    fn wavefronts(positions: &[u32]) -> usize {
-        let mut distinct: Vec<u32> = positions.to_vec();
-        distinct.sort_unstable();
-        distinct.dedup();
-        (0..8)
-            .map(|g| distinct.iter().filter(|&&p| group(p) == g).count())
-            .max()
-            .unwrap_or(0)
-    }
+    use crate::kernels::common::async_copy::tests::wavefronts;
 
     #[test]
     fn every_tile_layout_serves_ldmatrix_and_copies_in_one_wavefront_per_phase() {
@@ -1409,53 +904,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn an_unswizzled_64_byte_row_would_conflict_which_is_why_there_is_a_swizzle() {
-        // Rows of 4 chunks (BK = 32 halves) without the XOR: rows r and r + 2 share groups.
-        let plain = |row: u32, chunk: u32| row * 4 + chunk;
-        let phase: Vec<u32> = (0..8).map(|r| plain(r, 0)).collect();
-        assert_eq!(wavefronts(&phase), 4);
-        let s = Swizzle::new(4);
-        assert_eq!((s.shift, s.mask), (1, 3));
-        let phase: Vec<u32> = (0..8).map(|r| s.position(r, 0)).collect();
-        assert_eq!(wavefronts(&phase), 1);
-    }
-
-    #[test]
-    fn the_swizzle_is_a_permutation_within_each_row() {
-        for chunks in [1, 2, 4, 8, 16, 32] {
-            let s = Swizzle::new(chunks);
-            for row in 0..64 {
-                let mut seen: Vec<u32> = (0..chunks).map(|c| s.position(row, c)).collect();
-                seen.sort_unstable();
-                let expected: Vec<u32> = (row * chunks..(row + 1) * chunks).collect();
-                assert_eq!(seen, expected, "{chunks} chunks, row {row}");
-            }
-        }
-    }
-
-    #[test]
-    fn copy_widths_follow_alignment_and_layout() {
-        let dense = MatrixDesc::row_major(64, 40);
-        assert_eq!(copy_width(&dense, 2), 8);
-        assert_eq!(copy_width(&MatrixDesc::row_major(64, 41), 2), 1);
-        assert_eq!(copy_width(&MatrixDesc::col_major(48, 40), 2), 8);
-        let offset = MatrixDesc {
-            offset: 4,
-            ..dense
-        };
-        assert_eq!(copy_width(&offset, 2), 1);
-        let strided = MatrixDesc {
-            col_stride: 2,
-            row_stride: 80,
-            ..dense
-        };
-        assert_eq!(copy_width(&strided, 2), 1);
-        assert_eq!(store_width(&dense, 2), 2);
-        assert_eq!(store_width(&MatrixDesc::row_major(64, 41), 2), 1);
-        assert_eq!(store_width(&MatrixDesc::col_major(64, 40), 2), 1);
     }
 
     #[test]

@@ -1,0 +1,119 @@
+//! What the compile check holds each rung's main loop to in machine code: the figures the
+//! rungs are built to reach, kept with the check that reads them rather than in the kernel
+//! trait (the library that runs kernels does not judge their machine code).
+
+use serde::Serialize;
+use tilemm::kernels::Config;
+use tilemm::Precision;
+
+/// What a matrix-unit kernel's main loop must show in NVIDIA SASS: the share of matrix
+/// instructions, how many each fragment load feeds, barriers and copies in flight per K tile.
+/// Besides these, it may have no element-wise staging (16-bit global loads or shared stores,
+/// scalar shared loads feeding fragments), and its global loads must be 128-bit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MatrixLoopCriteria {
+    /// The least share of matrix instructions among the loop's, in percent.
+    pub min_matrix_percent: f64,
+    /// The fewest matrix instructions per fragment load (`ldmatrix`).
+    pub min_matrix_per_fragment_load: f64,
+    /// The most cube barriers per K tile.
+    pub max_barriers_per_tile: f64,
+    /// The fewest K tiles whose copies are in flight while one is computed.
+    pub min_stages_in_flight: u32,
+}
+
+/// What a matrix-unit kernel's main loop must show in AMD assembly (CDNA's MFMA, RDNA 3's
+/// WMMA): how many matrix instructions each load from LDS and from global memory feeds.
+/// Besides these, its global loads must be 128-bit (`dwordx4`, `b128`), and it may not spill
+/// (no scratch) unless the configuration says it may ([`tilemm::kernels::Rung::may_spill`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AmdMatrixLoopCriteria {
+    /// The fewest matrix instructions (`v_mfma`, `v_wmma`) per load from LDS (`ds_read`,
+    /// `ds_load`).
+    pub min_matrix_per_shared_load: f64,
+    /// The fewest matrix instructions per global load, where every unit stages (compilers
+    /// place a load that only some units make outside the loop's straight line, where loop
+    /// analysis does not see it).
+    pub min_matrix_per_global_load: Option<f64>,
+}
+
+/// The least share of FMAs (in percent) the main loop must reach in NVIDIA SASS for
+/// `precision`, where the configuration is built for it.
+pub fn loop_fma_floor(config: &Config, precision: Precision) -> Option<f64> {
+    let f32 = precision == Precision::F32;
+    match config {
+        // With an 8×8 micro-tile in f32 the main loop is at least 80% FFMA on sm_80 and sm_90
+        // (siboehm's fastest kernels run 80–90%): wide shared loads leave 16 loads per 512
+        // FMAs per step of BK. Smaller tiles, other types, are not held to it.
+        Config::Vectorized(c) => (c.tm * c.tn >= 64 && f32).then_some(80.0),
+        // With 64 or more f32 accumulators per unit, at least 75% on sm_80 and sm_90 (79%
+        // measured): 5 points under the vectorized rung's, because the loop also holds the
+        // next tile's loads from global memory, with their edge checks, which the FMAs overlap.
+        Config::Warptile(c) => (c.per_unit() >= 64 && f32).then_some(75.0),
+        // ≥ 87% in the interior loop on sm_90 (87.5% measured: a trip of two K steps, 512
+        // FFMA, 32 shared loads and 41 address and loop instructions). Fully unrolled tiles
+        // gave 91%, in 136 s of NVRTC and 219 registers (now 2.9 s and 142): the compile time
+        // a first call would wait on.
+        Config::Pipelined(_) => f32.then_some(87.0),
+        _ => None,
+    }
+}
+
+/// Where set, every shared-memory load in the main loop in NVIDIA SASS for `precision` must be
+/// 128 bits wide and the loop must run at least this many FMAs per shared load: what an SGEMM
+/// at cuBLAS's class shows.
+pub fn min_fma_per_shared_load(config: &Config, precision: Precision) -> Option<f64> {
+    match config {
+        Config::Pipelined(_) => (precision == Precision::F32).then_some(16.0),
+        _ => None,
+    }
+}
+
+/// What the main loop must show in NVIDIA SASS, where the configuration is built to feed
+/// matrix units at full rate.
+pub fn matrix_loop_criteria(config: &Config) -> Option<MatrixLoopCriteria> {
+    match config {
+        // What an Ampere-class kernel aiming at 40–60% of cuBLAS shows (shared/notes: 37%
+        // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight).
+        Config::Mma(_) => Some(MatrixLoopCriteria {
+            min_matrix_percent: 30.0,
+            min_matrix_per_fragment_load: 4.0,
+            max_barriers_per_tile: 1.0,
+            min_stages_in_flight: 2,
+        }),
+        _ => None,
+    }
+}
+
+/// What the main loop must show in AMD assembly.
+///
+/// The tensorcore rung's are the counts wide loads give. With A staged by rows and B by
+/// columns (`FragmentLoads::AlongK`), each lane loads a fragment in wide LDS reads: CDNA's
+/// wavefronts of 64 hold 4 elements of 16 bits per lane (one `ds_read_b64`), RDNA 3's
+/// wavefronts of 32 hold 16 (A and B replicated across the halves: two `ds_load_b128`). So
+/// TM×TN fragments per step of K take TM + TN fragment loads for TM·TN matrix instructions.
+/// Each unit stages its share of A's and B's tiles in 16-byte global loads (checked where
+/// every unit has a share). Element-wise loads (the layout the fragments do not want, or
+/// narrow vectors) give 4 to 16 times more, and fail.
+pub fn amd_matrix_loop_criteria(config: &Config) -> Option<AmdMatrixLoopCriteria> {
+    let Config::Tensorcore(c) = config else {
+        return None;
+    };
+    // 8×8 fragments are lavapipe's, never AMD's.
+    if c.m != 16 {
+        return None;
+    }
+    let reads_per_fragment = if c.plane == 32 { 2 } else { 1 };
+    let matrix = f64::from(c.tm * c.tn);
+    let shared_loads = f64::from(reads_per_fragment * (c.tm + c.tn));
+    // 16-byte pieces of each tile per unit, where every unit takes the same number.
+    let per_unit = |elements: u32| {
+        let pieces = elements / 8;
+        pieces.is_multiple_of(c.units()).then(|| pieces / c.units())
+    };
+    let global_loads = per_unit(c.bm() * c.k).zip(per_unit(c.k * c.bn()));
+    Some(AmdMatrixLoopCriteria {
+        min_matrix_per_shared_load: matrix / shared_loads,
+        min_matrix_per_global_load: global_loads.map(|(a, b)| matrix / f64::from(a + b)),
+    })
+}

@@ -1,0 +1,416 @@
+//! Asynchronous staging through swizzled shared memory, as CUTLASS's sm80 multistage GEMM
+//! stages: each operand's K tile copied in 16-byte `cp.async` chunks (zero-filled past the
+//! edges; element by element, synchronously, where the operand's rows are not 16-byte aligned)
+//! into a layout whose chunks are XORed with the row ([`Swizzle`]), so that `ldmatrix` reads
+//! and the copies' writes fall in distinct bank groups. The mma and pipelined rungs stage so.
+
+use cubecl::prelude::barrier::{copy_async, copy_async_checked};
+use cubecl::prelude::*;
+use serde::Serialize;
+
+use super::args::{at, View};
+use crate::problem::MatrixDesc;
+
+/// Bytes of one asynchronous copy (`cp.async`'s widest), and of a chunk of the shared layout.
+pub const CHUNK_BYTES: u32 = 16;
+
+/// Where a 16-byte chunk of a tile lies in shared memory: the tile's rows are `chunks` chunks
+/// long and start `stride` chunks apart (`stride` > `chunks`: padded rows), and chunk `c` of
+/// row `r` sits at position `c ^ ((r >> shift) & mask)` of its row.
+///
+/// With `shift` and `mask` from [`Swizzle::new`], any 8 consecutive rows (aligned to 8) at
+/// one chunk position, and any 8 consecutive chunks of a 128-byte line, land in the 8
+/// distinct 16-byte bank groups of the 32 banks: what an `ldmatrix` phase reads and a phase
+/// of 8 lanes' 16-byte copies writes (tested in this module's tests from this function alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Swizzle {
+    /// Chunks per row.
+    pub chunks: u32,
+    /// Chunks from one row's start to the next's.
+    pub stride: u32,
+    /// Rows sharing a 128-byte line: log2.
+    pub shift: u32,
+    /// Chunk positions XORed: `min(chunks, 8) − 1`.
+    pub mask: u32,
+}
+
+impl Swizzle {
+    /// The swizzle of rows `chunks` chunks long (a power of two).
+    pub const fn new(chunks: u32) -> Self {
+        let per_line = if chunks >= 8 { 1 } else { 8 / chunks };
+        Swizzle {
+            chunks,
+            stride: chunks,
+            shift: per_line.trailing_zeros(),
+            mask: if chunks >= 8 { 7 } else { chunks - 1 },
+        }
+    }
+
+    /// Rows after which the pattern repeats.
+    pub const fn period(&self) -> u32 {
+        (self.mask + 1) << self.shift
+    }
+
+    /// The position of chunk `chunk` of row `row`, in chunks from the tile's start.
+    pub const fn position(&self, row: u32, chunk: u32) -> u32 {
+        row * self.stride + (chunk ^ ((row >> self.shift) & self.mask))
+    }
+}
+
+/// [`Swizzle::position`] in a kernel.
+#[cube]
+pub fn swizzled(row: u32, chunk: u32, #[comptime] swizzle: Swizzle) -> u32 {
+    row * swizzle.stride + (chunk ^ ((row >> swizzle.shift) & swizzle.mask))
+}
+
+/// One operand's tile in shared memory: `rows` rows of `swizzle.chunks` 16-byte chunks (each
+/// `swizzle.stride` chunks of memory), the
+/// rows running along the operand's contiguous axis' partner (A row-major: rows of A, chunks
+/// along K; column-major: rows of K, chunks along M).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct StagedTile {
+    /// Rows stored.
+    pub rows: u32,
+    /// Their layout.
+    pub swizzle: Swizzle,
+    /// Elements per chunk (8 for 16-bit types).
+    pub per_chunk: u32,
+    /// Whether the stored rows are the operand's columns (a column-major operand).
+    pub by_cols: bool,
+}
+
+impl StagedTile {
+    /// An operand's `outer`×`inner` tile (rows × columns of the operand: A's BM×BK, B's
+    /// BK×BN) of `bytes`-byte elements, stored as the operand lies (`by_cols`: column-major).
+    pub const fn new(outer: u32, inner: u32, bytes: u32, by_cols: bool) -> Self {
+        let per_chunk = CHUNK_BYTES / bytes;
+        let (rows, along) = if by_cols {
+            (inner, outer)
+        } else {
+            (outer, inner)
+        };
+        StagedTile {
+            rows,
+            swizzle: Swizzle::new(along / per_chunk),
+            per_chunk,
+            by_cols,
+        }
+    }
+
+    /// Elements the tile takes in memory.
+    pub const fn elements(&self) -> u32 {
+        self.rows * self.swizzle.stride * self.per_chunk
+    }
+}
+
+/// Moves `width` elements from `src[index..]` into `tile[offset..]`: one asynchronous 16-byte
+/// copy (`cp.async`), of which only `valid` elements are read and the rest zero-filled where
+/// `bounded`; emulated, synchronous loads and stores of the same elements.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn transfer<F: Float>(
+    src: &Array<F>,
+    index: usize,
+    valid: u32,
+    tile: &mut SharedMemory<F>,
+    offset: u32,
+    #[comptime] width: u32,
+    #[comptime] bounded: bool,
+    #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
+) {
+    if comptime!(emulate || width == 1) {
+        // Selects, not branches, and emulated a loop: lavapipe's compiler takes time
+        // superlinear in the code of a kernel with barriers. Out of range, element 0 is read
+        // and dropped.
+        #[unroll(!rolled)]
+        for e in 0..width {
+            let inside = !comptime!(bounded) || e < valid;
+            let from = select(inside, index + e as usize, 0usize);
+            tile[(offset + e) as usize] = select(inside, src[from], F::new(0.0));
+        }
+    } else if comptime!(bounded) {
+        // Out of range (valid = 0), the copy reads nothing.
+        copy_async_checked(
+            &src.slice(index, index + valid as usize),
+            &mut tile.slice_mut(offset as usize, (offset + width) as usize),
+            width,
+        );
+    } else {
+        copy_async(
+            &src.slice(index, index + width as usize),
+            &mut tile.slice_mut(offset as usize, (offset + width) as usize),
+            width,
+        );
+    }
+}
+
+/// Copies one K tile of an operand into its stage: `units` units, each a share of the tile's
+/// pieces of `width` elements (a whole 16-byte chunk with `cp.async`, zero-filled past the
+/// operand's edges; or, for `width` 1, single elements loaded and stored synchronously).
+/// The tile's corner is (`row0`, `col0`) of the operand, whose valid rows and columns end at
+/// `rows_end` and `cols_end`; `inside` says the whole tile lies within them, so that no copy
+/// needs a bound (the interior tiles: every one of a large product but those at its edges).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stage_operand<F: Float>(
+    src: &Array<F>,
+    view: &View,
+    tile: &mut SharedMemory<F>,
+    stage_base: u32,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    rows_end: u32,
+    cols_end: u32,
+    inside: bool,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+    #[comptime] width: u32,
+    #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
+) {
+    let per_chunk = comptime!(staged.per_chunk);
+    let pieces_per_chunk = comptime!(per_chunk / width);
+    let pieces_per_row = comptime!(staged.swizzle.chunks * pieces_per_chunk);
+    let pieces = comptime!(staged.rows * pieces_per_row);
+    #[unroll(!rolled)]
+    for q in 0..comptime!(pieces / units) {
+        let piece = q * units + UNIT_POS;
+        let row = piece / pieces_per_row;
+        let rest = piece % pieces_per_row;
+        let chunk = rest / pieces_per_chunk;
+        let along = chunk * per_chunk + (rest % pieces_per_chunk) * width;
+        // The operand's coordinates of the piece's first element, and how many of its
+        // `width` elements lie inside the operand.
+        let (i, j) = if comptime!(staged.by_cols) {
+            (row0 + along, col0 + row)
+        } else {
+            (row0 + row, col0 + along)
+        };
+        let offset = stage_base
+            + swizzled(row, chunk, staged.swizzle) * per_chunk
+            + (rest % pieces_per_chunk) * width;
+        if comptime!(width > 1) && inside {
+            let index = at(view, batch, i, j);
+            transfer::<F>(
+                src, index, width, tile, offset, width, false, emulate, rolled,
+            );
+        } else {
+            let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
+                (j < cols_end, i, rows_end)
+            } else {
+                (i < rows_end, j, cols_end)
+            };
+            let mut valid = 0u32;
+            // Out of range, no element is read (and the index is a harmless 0).
+            let mut index = 0usize;
+            if fixed_ok && along_pos < along_end {
+                valid = (along_end - along_pos).min(width);
+                index = at(view, batch, i, j);
+            }
+            transfer::<F>(
+                src, index, valid, tile, offset, width, true, emulate, rolled,
+            );
+        }
+    }
+}
+
+/// A unit's share of one operand's copies on the fast path (whole tiles, 16-byte copies): the
+/// buffer index of its first piece in K tile 0, the index steps between its pieces and between
+/// K tiles, and the stored row and chunk of its first piece (the others follow `units /
+/// chunks` rows further each).
+#[derive(CubeType, Clone, Copy)]
+pub(crate) struct CopyPlan {
+    first: usize,
+    step_piece: usize,
+    step_tile: usize,
+    row: u32,
+    chunk: u32,
+}
+
+/// [`CopyPlan`] for an operand whose tile 0 has its corner at (`row0`, `col0`); K runs along
+/// the operand's rows (`k_down`: B) or columns (A).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_plan(
+    view: &View,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+    #[comptime] bk: u32,
+    #[comptime] k_down: bool,
+) -> CopyPlan {
+    let chunks = comptime!(staged.swizzle.chunks);
+    let per_chunk = comptime!(staged.per_chunk);
+    let row = UNIT_POS / chunks;
+    let chunk = UNIT_POS % chunks;
+    let along = chunk * per_chunk;
+    let (i, j) = if comptime!(staged.by_cols) {
+        (row0 + along, col0 + row)
+    } else {
+        (row0 + row, col0 + along)
+    };
+    let stored_rows_stride = if comptime!(staged.by_cols) {
+        view.col_stride
+    } else {
+        view.row_stride
+    };
+    let k_stride = if comptime!(k_down) {
+        view.row_stride
+    } else {
+        view.col_stride
+    };
+    CopyPlan {
+        first: at(view, batch, i, j),
+        step_piece: (comptime!(units / chunks) * stored_rows_stride) as usize,
+        step_tile: (comptime!(bk) * k_stride) as usize,
+        row,
+        chunk,
+    }
+}
+
+/// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
+/// `cp.async` per piece, no bounds (the fast path's tiles are whole). Where a unit's pieces
+/// lie a multiple of the swizzle's period apart (every registered configuration), the stage
+/// offsets are the first one's plus constants.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_tile<F: Float>(
+    src: &Array<F>,
+    plan: &CopyPlan,
+    tile: &mut SharedMemory<F>,
+    t: u32,
+    #[comptime] stage_base: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+    #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
+) {
+    let per_chunk = comptime!(staged.per_chunk);
+    let chunks = comptime!(staged.swizzle.chunks);
+    let pieces = comptime!(staged.rows * chunks);
+    let rows_apart = comptime!(units / chunks);
+    let period = comptime!(staged.swizzle.period());
+    let base = plan.first + t as usize * plan.step_tile;
+    let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
+    #[unroll(!rolled)]
+    for q in 0..comptime!(pieces / units) {
+        let index = base + q as usize * plan.step_piece;
+        let offset = if comptime!(rows_apart % period == 0) {
+            first + stage_base + q * comptime!(rows_apart * staged.swizzle.stride * per_chunk)
+        } else {
+            swizzled(plan.row + q * rows_apart, plan.chunk, staged.swizzle) * per_chunk + stage_base
+        };
+        transfer::<F>(
+            src, index, per_chunk, tile, offset, per_chunk, false, emulate, rolled,
+        );
+    }
+}
+
+/// The widest piece (in elements: a whole 16-byte chunk, else 1) operand `d` can be copied in
+/// along its contiguous axis: every chunk of a tile must start 16-byte aligned in the buffer.
+/// Tiles start at multiples of the chunk along that axis (K slabs at multiples of BK), so the
+/// offset and the other strides decide. Strided operands go element by element.
+pub fn copy_width(d: &MatrixDesc, bytes: u32) -> u32 {
+    let chunk = (CHUNK_BYTES / bytes) as usize;
+    let along_rows = d.col_stride == 1 || d.cols == 1;
+    let along_cols = d.row_stride == 1 || d.rows == 1;
+    let other = if along_rows {
+        d.row_stride
+    } else if along_cols {
+        d.col_stride
+    } else {
+        return 1;
+    };
+    let aligned = [d.offset, other, d.batch_stride]
+        .iter()
+        .all(|x| x.is_multiple_of(chunk));
+    if aligned {
+        chunk as u32
+    } else {
+        1
+    }
+}
+
+/// C's vector width for a kernel that stores `widest` adjacent columns at a time, from a
+/// multiple of `widest`: `widest` where C is row-major with offset, strides and N multiples of
+/// it, so that each group is one aligned vector, inside C or outside; else 1.
+pub fn store_width(d: &MatrixDesc, widest: u32) -> u32 {
+    let aligned = [d.offset, d.row_stride, d.batch_stride, d.cols]
+        .iter()
+        .all(|x| x.is_multiple_of(widest as usize));
+    if d.col_stride == 1 && aligned {
+        widest
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The 16-byte bank group (of 8) a chunk at `position` (in chunks) falls in.
+    pub(crate) fn group(position: u32) -> u32 {
+        position % 8
+    }
+
+    /// Wavefronts (passes through the 32 banks) one phase of 8 chunk accesses needs: the most
+    /// chunks in any one bank group (distinct chunks; the same chunk twice is a broadcast).
+    pub(crate) fn wavefronts(positions: &[u32]) -> usize {
+        let mut distinct: Vec<u32> = positions.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        (0..8)
+            .map(|g| distinct.iter().filter(|&&p| group(p) == g).count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn an_unswizzled_64_byte_row_would_conflict_which_is_why_there_is_a_swizzle() {
+        // Rows of 4 chunks (BK = 32 halves) without the XOR: rows r and r + 2 share groups.
+        let plain = |row: u32, chunk: u32| row * 4 + chunk;
+        let phase: Vec<u32> = (0..8).map(|r| plain(r, 0)).collect();
+        assert_eq!(wavefronts(&phase), 4);
+        let s = Swizzle::new(4);
+        assert_eq!((s.shift, s.mask), (1, 3));
+        let phase: Vec<u32> = (0..8).map(|r| s.position(r, 0)).collect();
+        assert_eq!(wavefronts(&phase), 1);
+    }
+
+    #[test]
+    fn the_swizzle_is_a_permutation_within_each_row() {
+        for chunks in [1, 2, 4, 8, 16, 32] {
+            let s = Swizzle::new(chunks);
+            for row in 0..64 {
+                let mut seen: Vec<u32> = (0..chunks).map(|c| s.position(row, c)).collect();
+                seen.sort_unstable();
+                let expected: Vec<u32> = (row * chunks..(row + 1) * chunks).collect();
+                assert_eq!(seen, expected, "{chunks} chunks, row {row}");
+            }
+        }
+    }
+
+    #[test]
+    fn copy_widths_follow_alignment_and_layout() {
+        let dense = MatrixDesc::row_major(64, 40);
+        assert_eq!(copy_width(&dense, 2), 8);
+        assert_eq!(copy_width(&MatrixDesc::row_major(64, 41), 2), 1);
+        assert_eq!(copy_width(&MatrixDesc::col_major(48, 40), 2), 8);
+        let offset = MatrixDesc { offset: 4, ..dense };
+        assert_eq!(copy_width(&offset, 2), 1);
+        let strided = MatrixDesc {
+            col_stride: 2,
+            row_stride: 80,
+            ..dense
+        };
+        assert_eq!(copy_width(&strided, 2), 1);
+        assert_eq!(store_width(&dense, 2), 2);
+        assert_eq!(store_width(&MatrixDesc::row_major(64, 41), 2), 1);
+        assert_eq!(store_width(&MatrixDesc::col_major(64, 40), 2), 1);
+    }
+}
