@@ -8,7 +8,6 @@
 //! not say whether its cache was hit or how many candidates it timed, has no time budget, and
 //! its cache root is a process-wide setting that panics when set twice.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -460,75 +459,18 @@ struct Entry {
     verified: bool,
 }
 
-/// The cache file's version of its own format; files of another, or of another tilemm
-/// version (whose kernels may differ), are ignored.
-const FORMAT: u32 = 2;
-
-/// A cache file larger than this is not read: thousands of choices take a few hundred KiB.
-const MAX_CACHE_BYTES: u64 = 16 << 20;
-
-/// How long a saver waits for another to finish (each holds the lock for milliseconds).
-const LOCK_WAIT: Duration = Duration::from_secs(10);
-
-#[derive(Debug, Serialize, Deserialize)]
-struct CacheFile {
-    format: u32,
-    tilemm: String,
-    entries: BTreeMap<String, Entry>,
-}
-
-impl CacheFile {
-    fn empty() -> Self {
-        CacheFile {
-            format: FORMAT,
-            tilemm: env!("CARGO_PKG_VERSION").into(),
-            entries: BTreeMap::new(),
-        }
-    }
-
-    /// The file's entries; an absent file is empty, and one that cannot be used is empty with
-    /// a note.
-    fn load(path: &Path, notes: &mut Vec<String>) -> Self {
-        use crate::io::files::{read_json, Kept};
-        match read_json::<CacheFile>(path, MAX_CACHE_BYTES) {
-            Kept::Absent => Self::empty(),
-            Kept::Read(file)
-                if file.format == FORMAT && file.tilemm == env!("CARGO_PKG_VERSION") =>
-            {
-                file
-            }
-            Kept::Read(file) => {
-                notes.push(format!(
-                    "tuning cache {} is from tilemm {} (format {}), not {} (format {FORMAT}); \
-                     ignored and replaced when a choice is saved",
-                    path.display(),
-                    file.tilemm,
-                    file.format,
-                    env!("CARGO_PKG_VERSION")
-                ));
-                Self::empty()
-            }
-            Kept::Unusable(why) => {
-                notes.push(format!(
-                    "tuning cache {} {why}; ignored and replaced when a choice is saved",
-                    path.display()
-                ));
-                Self::empty()
-            }
-        }
-    }
-
-    /// Adds `entry` to what the file holds now (another process may have saved since it was
-    /// read) and replaces the file at once, by a rename, so that a reader never sees half;
-    /// savers take turns through an advisory lock on `<file>.lock`.
-    fn save(path: &Path, key: &str, entry: Entry) -> std::io::Result<()> {
-        crate::io::files::replace_locked(path, LOCK_WAIT, || {
-            let mut file = Self::load(path, &mut Vec::new());
-            file.entries.insert(key.into(), entry);
-            let mut text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
-            text.push('\n');
-            Ok(text.into_bytes())
-        })
+/// The tuning cache at `path`: format 2; entries hold for the tilemm version that wrote them
+/// (whose kernels may differ); thousands of choices take a few hundred KiB, so a file over
+/// 16 MiB is not read; a saver waits up to 10 s for another (each holds the lock for
+/// milliseconds).
+fn cache_store(path: &Path) -> crate::io::store::Store {
+    crate::io::store::Store {
+        what: "tuning cache",
+        path: path.to_path_buf(),
+        format: 2,
+        per_version: true,
+        max_bytes: 16 << 20,
+        lock_wait: Duration::from_secs(10),
     }
 }
 
@@ -641,7 +583,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
     let proxy = key.proxy(problem)?;
     let mut notes = Vec::new();
     let cached = match (&options.cache, options.retune) {
-        (Some(path), false) => CacheFile::load(path, &mut notes).entries.remove(&text),
+        (Some(path), false) => cache_store(path).load::<Entry>(&mut notes).remove(&text),
         _ => None,
     };
     let all = candidates(gpu, problem, &proxy);
@@ -876,8 +818,10 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             complete,
             verified: true,
         };
-        match CacheFile::save(path, &text, entry) {
-            Ok(()) => saved = true,
+        match cache_store(path).update(|entries| {
+            entries.insert(text.clone(), entry);
+        }) {
+            Ok(_) => saved = true,
             Err(e) => notes.push(format!("tuning cache not saved to {}: {e}", path.display())),
         }
     }
@@ -1027,32 +971,40 @@ mod tests {
         }
     }
 
+    fn save(path: &Path, key: &str, entry: Entry) -> std::io::Result<()> {
+        cache_store(path)
+            .update(|entries| {
+                entries.insert(key.into(), entry);
+            })
+            .map(|_| ())
+    }
+
     #[test]
     fn the_cache_file_keeps_entries_of_other_processes_and_survives_corruption() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join("tuning.json");
         let mut notes = Vec::new();
-        assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
+        assert!(cache_store(&path).load::<Entry>(&mut notes).is_empty());
         assert!(notes.is_empty(), "an absent file is no news: {notes:?}");
-        CacheFile::save(&path, "one", entry("naive:tpb=16")).unwrap();
-        CacheFile::save(&path, "two", entry("tiled:tpb=8")).unwrap();
-        let file = CacheFile::load(&path, &mut notes);
-        assert_eq!(file.entries.len(), 2);
-        assert_eq!(file.entries["two"].config, "tiled:tpb=8");
+        save(&path, "one", entry("naive:tpb=16")).unwrap();
+        save(&path, "two", entry("tiled:tpb=8")).unwrap();
+        let file = cache_store(&path).load::<Entry>(&mut notes);
+        assert_eq!(file.len(), 2);
+        assert_eq!(file["two"].config, "tiled:tpb=8");
         assert!(notes.is_empty());
 
         std::fs::write(&path, "{\"format\": 1, \"tilemm\"").unwrap();
-        assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
+        assert!(cache_store(&path).load::<Entry>(&mut notes).is_empty());
         assert!(notes[0].contains("corrupt"), "{notes:?}");
         // Saving replaces the corrupt file.
-        CacheFile::save(&path, "three", entry("naive:tpb=8")).unwrap();
+        save(&path, "three", entry("naive:tpb=8")).unwrap();
         notes.clear();
-        assert_eq!(CacheFile::load(&path, &mut notes).entries.len(), 1);
+        assert_eq!(cache_store(&path).load::<Entry>(&mut notes).len(), 1);
         assert!(notes.is_empty());
 
         let old = r#"{"format": 2, "tilemm": "0.0.1", "entries": {"x": {"config": "naive:tpb=8", "median_ms": 1.0, "min_ms": 1.0, "tried": [], "complete": true, "verified": true}}}"#;
         std::fs::write(&path, old).unwrap();
-        assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
+        assert!(cache_store(&path).load::<Entry>(&mut notes).is_empty());
         assert!(notes[0].contains("from tilemm 0.0.1"), "{notes:?}");
 
         // A directory where the file should be: unreadable, noted, not fatal.
@@ -1060,9 +1012,9 @@ mod tests {
         std::fs::create_dir(&path).unwrap();
         assert!(dir.path().join("sub").join("tuning.json.lock").is_file());
         notes.clear();
-        assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
+        assert!(cache_store(&path).load::<Entry>(&mut notes).is_empty());
         assert!(notes[0].contains("unreadable"), "{notes:?}");
-        assert!(CacheFile::save(&path, "four", entry("naive:tpb=8")).is_err());
+        assert!(save(&path, "four", entry("naive:tpb=8")).is_err());
 
         // A FIFO where the file or its lock should be: noted at once, no hang, and replaced by
         // the next save.
@@ -1073,12 +1025,12 @@ mod tests {
         std::fs::remove_dir(&path).unwrap();
         mkfifo(&path);
         notes.clear();
-        assert!(CacheFile::load(&path, &mut notes).entries.is_empty());
+        assert!(cache_store(&path).load::<Entry>(&mut notes).is_empty());
         assert!(notes[0].contains("FIFO"), "{notes:?}");
-        CacheFile::save(&path, "five", entry("naive:tpb=8")).unwrap();
-        assert_eq!(CacheFile::load(&path, &mut notes).entries.len(), 1);
+        save(&path, "five", entry("naive:tpb=8")).unwrap();
+        assert_eq!(cache_store(&path).load::<Entry>(&mut notes).len(), 1);
         mkfifo(&dir.path().join("sub").join("tuning.json.lock"));
-        CacheFile::save(&path, "six", entry("naive:tpb=8")).unwrap();
-        assert_eq!(CacheFile::load(&path, &mut notes).entries.len(), 2);
+        save(&path, "six", entry("naive:tpb=8")).unwrap();
+        assert_eq!(cache_store(&path).load::<Entry>(&mut notes).len(), 2);
     }
 }

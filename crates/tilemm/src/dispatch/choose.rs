@@ -11,6 +11,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::memo::Memo;
 use crate::error::Result;
 use crate::problem::Problem;
 use crate::runtime::backend::GpuSession;
@@ -23,7 +24,7 @@ static TUNING: Mutex<()> = Mutex::new(());
 /// The kernels this process has chosen, by key: the first choice of a class is final for the
 /// process, so that a given product always gets the same kernel, and so the same bits; and
 /// repeated products of a class do not read the cache file and rank every candidate again.
-static FINAL: Mutex<Vec<(String, TuneReport)>> = Mutex::new(Vec::new());
+static FINAL: Memo<String, TuneReport> = Memo::new();
 
 /// The kernel for `problem` on `gpu` within `budget`, from this process's earlier choice for
 /// the class where there is one.
@@ -32,18 +33,14 @@ pub fn kernel(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result
     let key = tune::TuneKey::new(gpu, problem).text();
     // This process's choice for the class, as a cache hit of this call.
     let chosen = || {
-        let known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-        known
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, report)| TuneReport {
-                cache: tune::CacheUse::Hit,
-                timed: Vec::new(),
-                saved: false,
-                notes: Vec::new(),
-                time: start.elapsed(),
-                ..report.clone()
-            })
+        FINAL.get(&key).map(|report| TuneReport {
+            cache: tune::CacheUse::Hit,
+            timed: Vec::new(),
+            saved: false,
+            notes: Vec::new(),
+            time: start.elapsed(),
+            ..report.clone()
+        })
     };
     if let Some(report) = chosen() {
         return Ok(report);
@@ -59,7 +56,5 @@ pub fn kernel(gpu: &GpuSession, problem: &Problem, budget: TuneBudget) -> Result
         return Ok(report);
     }
     let report = tune::choose(gpu, problem, &options)?;
-    let mut known = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    known.push((key.clone(), report.clone()));
-    Ok(report)
+    Ok(FINAL.keep(key, report))
 }

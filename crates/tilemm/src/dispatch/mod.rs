@@ -8,9 +8,11 @@
 //! - [`route`] and [`model`]: whether a product goes to the GPU, its transfers included, or
 //!   stays home: measured where the BLAS has measured the size, else the link's cost model;
 //! - [`router`]: a front end's routes (the BLAS's) chosen per size class by timing them;
+//! - [`memo`]: the process's decisions by key, the first one final;
 //! - [`choose`]: which kernel runs, without waiting on a search unless one is asked for.
 
 pub mod choose;
+pub mod memo;
 pub mod model;
 pub mod route;
 pub mod router;

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::io::store::Store;
+
 /// Timings a route needs in a bucket before the bucket's choice is final: the first of a
 /// process can include one-time costs (a kernel's compilation), and the smaller one counts.
 pub const SAMPLES: u32 = 2;
@@ -37,14 +39,19 @@ pub const RECHECK: u64 = 64;
 /// The routes timed again are those expected within this factor of the fastest.
 pub const RECHECK_FACTOR: f64 = 4.0;
 
-/// The file's format; files of another are ignored.
-const FORMAT: u32 = 1;
-
-/// A routing file larger than this is not read (a full one is tens of KiB).
-const MAX_BYTES: u64 = 4 << 20;
-
-/// How long a saver waits for another.
-const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// The route model kept at `path`: format 1, for every tilemm version (timings of routes do not
+/// depend on it); a full one is tens of KiB, so a file over 4 MiB is not read; a saver waits up
+/// to 2 s for another.
+fn store(path: &Path) -> Store {
+    Store {
+        what: "route model",
+        path: path.to_path_buf(),
+        format: 1,
+        per_version: false,
+        max_bytes: 4 << 20,
+        lock_wait: Duration::from_secs(2),
+    }
+}
 
 /// The bucket of a call of `fmas` multiply-adds: twice the base-2 logarithm of its cube root,
 /// rounded (64³ is 12, 2048³ is 22).
@@ -64,13 +71,6 @@ pub struct Measured {
     pub samples: u32,
     /// The fastest, in nanoseconds per multiply-add.
     pub ns_per_fma: f64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct File {
-    format: u32,
-    /// `"<route> | <precision> | <bucket>"` → what it measured.
-    entries: BTreeMap<String, Measured>,
 }
 
 fn key(route: &str, precision: &str, bucket: i32) -> String {
@@ -145,30 +145,9 @@ impl Model {
     }
 
     fn read(path: &Path, notes: &mut Vec<String>) -> BTreeMap<String, Measured> {
-        use crate::io::files::{read_json, Kept};
-        match read_json::<File>(path, MAX_BYTES) {
-            Kept::Absent => BTreeMap::new(),
-            Kept::Read(file) if file.format == FORMAT => file
-                .entries
-                .into_iter()
-                .filter(|(_, m)| m.ns_per_fma.is_finite() && m.ns_per_fma >= 0.0)
-                .collect(),
-            Kept::Read(file) => {
-                notes.push(format!(
-                    "routing model {} has format {}, not {FORMAT}; ignored and replaced",
-                    path.display(),
-                    file.format
-                ));
-                BTreeMap::new()
-            }
-            Kept::Unusable(why) => {
-                notes.push(format!(
-                    "routing model {} {why}; ignored and replaced",
-                    path.display()
-                ));
-                BTreeMap::new()
-            }
-        }
+        let mut entries: BTreeMap<String, Measured> = store(path).load(notes);
+        entries.retain(|_, m| m.ns_per_fma.is_finite() && m.ns_per_fma >= 0.0);
+        entries
     }
 
     /// What `route` measured in `bucket`.
@@ -349,28 +328,23 @@ impl Model {
         let Some(path) = self.path.clone() else {
             return;
         };
-        let saved = crate::io::files::replace_locked(&path, LOCK_WAIT, || {
-            // What other processes saved since, with this process's timing of this key.
-            let mut entries = Self::read(&path, &mut Vec::new());
+        // What other processes saved since, with this process's timing of this key.
+        let saved = store(&path).update(|entries: &mut BTreeMap<String, Measured>| {
+            entries.retain(|_, m| m.ns_per_fma.is_finite() && m.ns_per_fma >= 0.0);
             let merged = entries.entry(key).or_default();
             if merged.samples < entry.samples {
                 *merged = entry;
             }
-            self.entries.extend(entries.clone());
-            let file = File {
-                format: FORMAT,
-                entries,
-            };
-            let mut text = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
-            text.push(b'\n');
-            Ok(text)
         });
-        if let Err(e) = saved {
-            notes.push(format!(
-                "routing model {} not saved ({e}); this process keeps its own",
-                path.display()
-            ));
-            self.path = None;
+        match saved {
+            Ok(entries) => self.entries.extend(entries),
+            Err(e) => {
+                notes.push(format!(
+                    "route model {} not saved ({e}); this process keeps its own",
+                    path.display()
+                ));
+                self.path = None;
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use super::memo::Memo;
 use super::model::{self, Model};
 use super::sessions::{self, Opened};
 
@@ -16,32 +17,21 @@ use crate::tune;
 
 /// The cost model's verdict per shape class and device, by tuning key: `Some(why)` keeps the
 /// class on the CPU.
-static ROUTED: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
+static ROUTED: Memo<String, Option<String>> = Memo::new();
 
 /// Why `problem` stays on the CPU rather than going to `gpu` with its transfers, or `None`:
 /// the class's first call decides for the process, so that a given product always takes one
 /// route.
 pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>> {
     let key = tune::TuneKey::new(gpu, problem).text();
-    let known = |routed: &Vec<(String, Option<String>)>| {
-        routed
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, why)| why.clone())
-    };
-    if let Some(why) = known(&ROUTED.lock().unwrap_or_else(|e| e.into_inner())) {
+    if let Some(why) = ROUTED.get(&key) {
         return Ok(why);
     }
     let why = match measured_verdict(gpu, problem) {
         Some(why) => why,
         None => link_verdict(gpu, problem)?,
     };
-    let mut routed = ROUTED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(decided) = known(&routed) {
-        return Ok(decided);
-    }
-    routed.push((key, why.clone()));
-    Ok(why)
+    Ok(ROUTED.keep(key, why))
 }
 
 /// The GPU products go to when no device is named: the best one found, unless every device is

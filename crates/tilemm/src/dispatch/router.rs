@@ -9,9 +9,9 @@
 //! a caller's result.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use super::memo::Memo;
 use super::model::{self, Candidate, Choice, Model};
 
 /// The most routes one call times before its class's route is fixed.
@@ -21,7 +21,7 @@ const MAX_MEASURES: usize = 12;
 pub struct Router {
     candidates: Vec<Candidate<'static>>,
     /// Each class's route for the process: (precision, bucket) → index.
-    fixed: Mutex<Vec<((&'static str, i32), usize)>>,
+    fixed: Memo<(&'static str, i32), usize>,
     /// Whether each route has run in the process: a route's first run (a thread pool started,
     /// kernels loaded) says nothing of its speed.
     warm: Vec<AtomicBool>,
@@ -61,7 +61,7 @@ impl Router {
         let warm = candidates.iter().map(|_| AtomicBool::new(false)).collect();
         Router {
             candidates,
-            fixed: Mutex::new(Vec::new()),
+            fixed: Memo::new(),
             warm,
         }
     }
@@ -86,13 +86,13 @@ impl Router {
         mut time: impl FnMut(usize) -> Result<Duration, String>,
     ) -> Routed {
         let class = (precision, model::bucket(fmas));
-        let known = self.fixed(class);
+        let known = self.fixed.get(&class);
         let mut explored = Vec::new();
         for _ in 0..MAX_MEASURES {
             let choice = self.model().choose(&self.candidates, precision, fmas);
             let index = match (choice, known) {
                 (Choice::Fastest(_), Some(index)) => index,
-                (Choice::Fastest(i), None) => self.fix(class, i),
+                (Choice::Fastest(i), None) => self.fixed.keep(class, i),
                 (Choice::Explore(i), _) => {
                     let warm = self.ran(i);
                     let outcome = time(i);
@@ -119,7 +119,7 @@ impl Router {
             return Routed { index, explored };
         }
         // The timings did not settle (routes that keep failing): the first route.
-        let index = known.unwrap_or_else(|| self.fix(class, 0));
+        let index = known.unwrap_or_else(|| self.fixed.keep(class, 0));
         Routed { index, explored }
     }
 
@@ -134,22 +134,5 @@ impl Router {
             .0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn fixed(&self, class: (&'static str, i32)) -> Option<usize> {
-        let fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner());
-        fixed.iter().find(|(c, _)| *c == class).map(|(_, i)| *i)
-    }
-
-    /// Fixes `class`'s route for the process (the first to fix it wins: another thread's).
-    fn fix(&self, class: (&'static str, i32), index: usize) -> usize {
-        let mut fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner());
-        match fixed.iter().find(|(c, _)| *c == class) {
-            Some((_, earlier)) => *earlier,
-            None => {
-                fixed.push((class, index));
-                index
-            }
-        }
     }
 }

@@ -1,5 +1,6 @@
-//! What tilemm reads and writes on its own: the files it keeps, opened as untrusted input, and
-//! its seeded random operands.
+//! What tilemm reads and writes on its own: the files it keeps (opened as untrusted input, in
+//! one store format), and its seeded random operands.
 
 pub mod files;
 pub mod inputs;
+pub mod store;
