@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::inputs::Operands;
+use crate::Result;
 use tilemm::host::{self, cpu};
 use tilemm::plan::Plan;
 use tilemm::problem::Problem;
@@ -15,7 +16,6 @@ use tilemm::runtime::gpu::DeviceMatrix;
 use tilemm::runtime::timing::Samples;
 use tilemm::types::element::HostData;
 use tilemm::verify::{Reference, ReferencePlan};
-use tilemm::Result;
 
 /// One problem's operands and reference, measured by every implementation in turn.
 pub struct Workload<'a> {
@@ -134,8 +134,7 @@ pub fn gpu_kernel(
 ) -> Result<Measurement> {
     let schedule = gpu.schedule(&work.problem, plan)?;
     resident(gpu, work, plan.to_string(), repeat, |a, b, c| {
-        gpu.enqueue_scheduled(&schedule, a, b, c)
-            .map(|launches| launches.k_slabs as usize)
+        Ok(gpu.enqueue_scheduled(&schedule, a, b, c)?.k_slabs as usize)
     })
 }
 

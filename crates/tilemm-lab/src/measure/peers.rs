@@ -246,16 +246,22 @@ fn run_cubek(
         matrices: [&'a DeviceMatrix; 3],
     }
     impl tilemm::runtime::backend::OnRuntime for Cubek<'_> {
-        type Output = ();
-        fn run<R: cubecl::Runtime>(self, session: &Session<R>) -> Result<()> {
-            launch_cubek(session, self.strategy, self.problem, self.matrices)
+        // The peer's own errors ride inside tilemm's.
+        type Output = Result<()>;
+        fn run<R: cubecl::Runtime>(self, session: &Session<R>) -> tilemm::Result<Result<()>> {
+            Ok(launch_cubek(
+                session,
+                self.strategy,
+                self.problem,
+                self.matrices,
+            ))
         }
     }
     gpu.with_runtime(Cubek {
         strategy,
         problem,
         matrices,
-    })
+    })?
 }
 
 /// Without `--features peers`: says how to build them.

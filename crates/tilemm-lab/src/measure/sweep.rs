@@ -280,7 +280,7 @@ impl<'g> Sweep<'g> {
 
     /// Measures everything, size by size, telling `on` as it goes; an error of `on` (its own
     /// type: a closed stdout, say) stops the sweep.
-    pub fn run<E: From<tilemm::Error>>(
+    pub fn run<E: From<crate::Error> + From<tilemm::Error>>(
         self,
         mut on: impl FnMut(Event<'_>) -> std::result::Result<(), E>,
     ) -> std::result::Result<BenchReport, E> {
@@ -437,7 +437,7 @@ fn vendor_baseline(
     work: &Workload,
     repeat: usize,
     copies: HostCopies,
-) -> Option<Result<Measurement>> {
+) -> Option<crate::Result<Measurement>> {
     match gpu.backend() {
         #[cfg(feature = "cuda")]
         Backend::Cuda => Some(crate::measure::vendor_blas::cublas_gemm(

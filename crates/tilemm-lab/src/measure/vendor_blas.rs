@@ -114,7 +114,7 @@ pub fn cublas_gemm(
     }
 }
 #[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::{Error, Result};
+use crate::Result;
 
 /// cuBLAS on CUDA device `index` in `T` (`dtype`'s data): row-major C = A·B computed as
 /// column-major Cᵀ = Bᵀ·Aᵀ, so no operand is transposed or copied.
@@ -142,22 +142,24 @@ where
     use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
     use cudarc::driver::{sys::CUevent_flags, CudaContext};
 
-    let error = |what: &str, e: &dyn std::fmt::Debug| Error::Device {
+    let error = |what: &str, e: &dyn std::fmt::Debug| tilemm::Error::Device {
         device: format!("CUDA device {index}"),
         reason: format!("cuBLAS baseline: {what}: {e:?}"),
     };
     if !tilemm::runtime::backend::cuda::driver_present() {
-        return Err(Error::NoDevice(format!(
+        return Err(tilemm::Error::NoDevice(format!(
             "no NVIDIA driver found (libcuda.so): {}",
             tilemm::runtime::backend::cuda::INSTALL_HINT
-        )));
+        ))
+        .into());
     }
     // SAFETY: only tries to dlopen libcublas.
     if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-        return Err(Error::NoDevice(
+        return Err(tilemm::Error::NoDevice(
             "libcublas.so not found: install the CUDA toolkit or `pip install nvidia-cublas-cu12`"
                 .into(),
-        ));
+        )
+        .into());
     }
     problem.check_operands(a.len(), b.len())?;
     let (m, k, n) = (problem.m(), problem.k(), problem.n());
@@ -374,18 +376,19 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
     use cubecl_hip_sys as hip;
 
     let device = format!("HIP device {index}");
-    let error = |what: &str, status: i64| Error::Device {
+    let error = |what: &str, status: i64| tilemm::Error::Device {
         device: device.clone(),
         reason: format!("rocBLAS baseline: {what} failed with status {status}"),
     };
     if !tilemm::runtime::backend::hip::runtime_present() {
-        return Err(Error::NoDevice(format!(
+        return Err(tilemm::Error::NoDevice(format!(
             "no AMD ROCm runtime found: {}",
             tilemm::runtime::backend::hip::INSTALL_HINT
-        )));
+        ))
+        .into());
     }
     let lib = rocblas::open().map_err(|e| {
-        Error::NoDevice(format!(
+        tilemm::Error::NoDevice(format!(
             "librocblas.so not found ({e}): install rocBLAS (part of ROCm)"
         ))
     })?;
@@ -417,7 +420,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
 
         let mut buffers: [*mut c_void; 3] = [std::ptr::null_mut(); 3];
         let sizes = problem.operand_bytes();
-        let result = (|| {
+        let result = (|| -> Result<Measurement> {
             for (buffer, &size) in buffers.iter_mut().zip(&sizes) {
                 check("hipMalloc", hip::hipMalloc(buffer, size))?;
             }
@@ -435,7 +438,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
             let mut handle: rocblas::Handle = std::ptr::null_mut();
             let status = create(&mut handle);
             if status != rocblas::SUCCESS {
-                return Err(error("rocblas_create_handle", i64::from(status)));
+                return Err(error("rocblas_create_handle", i64::from(status)).into());
             }
             let (alpha, beta) = (1.0f32, 0.0f32);
             let run = || -> Result<f64> {
@@ -477,7 +480,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
                     hip::hipEventDestroy(event);
                 }
                 if status != rocblas::SUCCESS {
-                    return Err(error("rocblas_sgemm", i64::from(status)));
+                    return Err(error("rocblas_sgemm", i64::from(status)).into());
                 }
                 Ok(f64::from(ms))
             };

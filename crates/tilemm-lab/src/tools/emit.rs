@@ -276,10 +276,10 @@ pub fn source_for(plan: &Plan, precision: Precision, target: Target) -> Result<S
             &cubecl::WgpuCompilationOptions::default(),
         ),
         #[cfg(not(feature = "wgpu"))]
-        Target::Wgsl => Err(Error::NotBuilt {
+        Target::Wgsl => Err(Error::Tilemm(tilemm::Error::NotBuilt {
             what: "the wgpu backend (WGSL)".into(),
             feature: "wgpu",
-        }),
+        })),
     }
 }
 
@@ -410,7 +410,10 @@ mod cpp_tests {
     #[test]
     fn wgsl_in_a_build_without_wgpu_is_refused() {
         let err = source(&plan("naive:tpb=8"), Target::Wgsl).unwrap_err();
-        assert!(matches!(err, Error::NotBuilt { .. }), "{err}");
+        assert!(
+            matches!(err, Error::Tilemm(tilemm::Error::NotBuilt { .. })),
+            "{err}"
+        );
     }
 
     #[test]

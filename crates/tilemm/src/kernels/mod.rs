@@ -87,7 +87,7 @@ pub trait Rung {
     const CUDA_ONLY: bool = false;
     /// Slices of K the configuration computes side by side (split-K): above 1, each launch's
     /// grid z runs over slices × batch entries, C's buffer is the partials (f32, row-major,
-    /// one M×N matrix per z, α = 1, β = 0), and [`split::reduce_partials()`] adds them into C.
+    /// one M×N matrix per z, α = 1, β = 0), and [`common::split::reduce_partials()`] adds them into C.
     fn k_splits(_config: &Self::Config) -> u32 {
         1
     }

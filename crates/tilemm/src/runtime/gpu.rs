@@ -634,7 +634,10 @@ impl<R: Runtime> Session<R> {
 
     /// Runs `work` (enqueues) and returns the device's time for it: its timestamps where it has
     /// them, else the host clock around the work and a sync.
-    pub fn profile(&self, work: impl FnOnce() -> Result<()> + Send) -> Result<Duration> {
+    pub fn profile<E: From<crate::Error> + Send>(
+        &self,
+        work: impl FnOnce() -> Result<(), E> + Send,
+    ) -> Result<Duration, E> {
         let client = &self.client;
         let mut inner = Ok(());
         let (flushed, profile) = client
@@ -645,9 +648,9 @@ impl<R: Runtime> Session<R> {
                 },
                 "tilemm::gemm",
             )
-            .map_err(|e| self.error(format!("{e:?}")))?;
+            .map_err(|e| E::from(self.error(format!("{e:?}"))))?;
         inner?;
-        flushed.map_err(|e| self.error(e.to_string()))?;
+        flushed.map_err(|e| E::from(self.error(e.to_string())))?;
         Ok(block_on(profile.resolve()).duration())
     }
 
@@ -792,7 +795,7 @@ impl<R: Runtime> Session<R> {
 
         let start = Instant::now();
         let (canonical, launches) = (&schedule.canonical, &schedule.launches);
-        let kernel = self.profile(|| {
+        let kernel = self.profile::<Error>(|| {
             self.launch(plan, canonical, schedule.swapped, launches, [&a, &b, &c]);
             Ok(())
         })?;

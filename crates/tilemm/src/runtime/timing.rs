@@ -11,14 +11,18 @@ pub struct Samples(pub Vec<f64>);
 
 impl Samples {
     /// `count` runs of `run`, each returning its own time in milliseconds.
-    pub fn take(count: usize, run: impl FnMut() -> Result<f64>) -> Result<Samples> {
+    pub fn take<E>(count: usize, run: impl FnMut() -> Result<f64, E>) -> Result<Samples, E> {
         let mut samples = Samples::default();
         samples.extend(count, run)?;
         Ok(samples)
     }
 
     /// `count` more runs of `run`.
-    pub fn extend(&mut self, count: usize, mut run: impl FnMut() -> Result<f64>) -> Result<()> {
+    pub fn extend<E>(
+        &mut self,
+        count: usize,
+        mut run: impl FnMut() -> Result<f64, E>,
+    ) -> Result<(), E> {
         self.0.reserve(count);
         for _ in 0..count {
             self.0.push(run()?);
@@ -48,7 +52,12 @@ impl GpuSession {
     /// How long `launch` (work enqueued on this session) takes on the device, in milliseconds:
     /// device timestamps where the device has them, else the host clock around a flush and a
     /// sync ([`GpuSession::has_device_timestamps`]).
-    pub fn time_ms(&self, launch: impl FnOnce() -> Result<()> + Send) -> Result<f64> {
+    ///
+    /// `launch`'s own errors are of any type that takes tilemm's (a peer's, in the lab).
+    pub fn time_ms<E: From<crate::Error> + Send>(
+        &self,
+        launch: impl FnOnce() -> Result<(), E> + Send,
+    ) -> Result<f64, E> {
         Ok(self.profile(launch)?.as_secs_f64() * 1e3)
     }
 
@@ -80,10 +89,10 @@ mod tests {
         let mut next = 0.0;
         let mut s = Samples::take(2, || {
             next += 1.0;
-            Ok(next)
+            Ok::<_, crate::Error>(next)
         })
         .unwrap();
-        s.extend(1, || Ok(10.0)).unwrap();
+        s.extend(1, || Ok::<_, crate::Error>(10.0)).unwrap();
         assert_eq!(s.0, vec![1.0, 2.0, 10.0]);
         let mut calls = 0;
         let failed = Samples::take(3, || {

@@ -12,7 +12,8 @@
 //!   flight. One cube barrier per K tile (before the stage computed last is refilled).
 //! - **Conflict-free shared memory.** Each operand's tile lies as it lies in global memory (A
 //!   row-major: rows of K; column-major: rows of M), in 16-byte chunks whose position within a
-//!   row is XORed with the row ([`Swizzle`]): the 8 rows an `ldmatrix` phase reads, and the 8
+//!   row is XORed with the row
+//!   ([`Swizzle`](crate::kernels::common::async_copy::Swizzle)): the 8 rows an `ldmatrix` phase reads, and the 8
 //!   chunks a phase of copies writes, fall in 8 distinct bank groups. `ldmatrix.trans` turns
 //!   the operands stored the other way into the fragments `mma` wants, so neither is
 //!   transposed on its way to shared memory.

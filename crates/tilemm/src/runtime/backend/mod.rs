@@ -310,8 +310,17 @@ impl GpuSession {
     }
 
     /// The device's time for the work `work` enqueues; see [`Session::profile`].
-    pub fn profile(&self, work: impl FnOnce() -> Result<()> + Send) -> Result<std::time::Duration> {
-        self.guarded(|| with_session!(self, s => s.profile(work)))
+    pub fn profile<E: From<Error> + Send>(
+        &self,
+        work: impl FnOnce() -> Result<(), E> + Send,
+    ) -> Result<std::time::Duration, E> {
+        // A panic inside is tilemm's error, then the caller's type.
+        let mut inner = None;
+        self.guarded(|| {
+            inner = Some(with_session!(self, s => s.profile(work)));
+            Ok(())
+        })?;
+        inner.expect("set when the guard returns Ok")
     }
 
     /// Device memory the session holds; see [`Session::memory`].
