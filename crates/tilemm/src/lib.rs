@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+pub mod complex;
 pub mod device;
 pub mod dispatch;
 mod error;
@@ -53,6 +54,7 @@ pub mod types;
 pub mod verify;
 
 pub use array::{matmul, register, Gemm, GemmRun, Route};
+pub use complex::{Complex, ComplexGemm};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
 pub use dispatch::{DeviceSpec, Settings};
 pub use error::{one_line, panic_message, Error, ErrorKind, Result, Unavailable};
