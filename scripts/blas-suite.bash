@@ -9,7 +9,7 @@ fail() {
   failed=1
 }
 
-# run NAME MODE [VAR=VALUE…]: the four programs of $programs (default: over the system BLAS) with
+# run NAME MODE [VAR=VALUE…]: the eight programs of $programs (default: over the system BLAS) with
 # the preload, in MODE; their reports and the log are left in $work/NAME.
 run() {
   local name=$1 mode=$2
@@ -18,7 +18,7 @@ run() {
   mkdir -p "$dir"
   local BLAS_TESTS="${programs:-$BLAS_TESTS}"
   local p
-  for p in s d; do
+  for p in s d c z; do
     # The Fortran programs write their report to ${p}blat3.out in the working directory.
     (cd "$dir" && env "$@" LD_PRELOAD="$lib" TILEMM_BLAS="$mode" TILEMM_BLAS_LOG="$dir/calls.log" \
       "$BLAS_TESTS/xblat3$p" < "$BLAS_TESTS/${p}blat3.in" > "$dir/xblat3$p.stdout" 2>&1) \
@@ -27,7 +27,8 @@ run() {
       "$BLAS_TESTS/x${p}cblat3" < "$BLAS_TESTS/${p}in3" > "$dir/x${p}cblat3.out" 2>&1) \
       || fail "$name: x${p}cblat3 exited $?"
   done
-  local reports=("$dir/sblat3.out" "$dir/dblat3.out" "$dir/xscblat3.out" "$dir/xdcblat3.out")
+  local reports=("$dir/sblat3.out" "$dir/dblat3.out" "$dir/cblat3.out" "$dir/zblat3.out"
+    "$dir/xscblat3.out" "$dir/xdcblat3.out" "$dir/xccblat3.out" "$dir/xzcblat3.out")
   if grep -HnE 'FAIL|SUSPECT|FATAL' "${reports[@]}" "$dir"/*.stdout; then
     fail "$name: the suite reports the failures above"
   fi
@@ -36,10 +37,8 @@ run() {
   local report routine
   for report in "${reports[@]}"; do
     case "$report" in
-      */sblat3.out) routine='SGEMM ' ;;
-      */dblat3.out) routine='DGEMM ' ;;
-      */xscblat3.out) routine='cblas_sgemm ' ;;
-      */xdcblat3.out) routine='cblas_dgemm ' ;;
+      */x?cblat3.out) routine="cblas_$(basename "$report" | cut -c2)gemm " ;;
+      *) routine="$(basename "$report" | cut -c1 | tr a-z A-Z)GEMM " ;;
     esac
     local passed
     passed=$(grep -c "$routine *PASSED THE" "$report" || true)
@@ -50,7 +49,7 @@ run() {
   done
   local products
   products=$(grep -cE 'route=(gpu|cpu|blas) ' "$dir/calls.log" || true)
-  echo "test-blas: $name (TILEMM_BLAS=$mode $*): the four programs ran;" \
+  echo "test-blas: $name (TILEMM_BLAS=$mode $*): the eight programs ran;" \
     "$products products: $(grep -oE 'route=(gpu|cpu|blas)( failed)?' "$dir/calls.log" \
     | sort | uniq -c | tr -s ' \n' ' ')" >&2
   [ "$products" -gt 0 ] || fail "$name: no product was logged"
@@ -68,5 +67,9 @@ only_gpu() {
     fail "$1: calls above did not take the GPU route"
   fi
   grep -q 'route=gpu ' "$log" || fail "$1: no call took the GPU route"
-  grep -qE '^(dgemm_|cblas_dgemm).*route=gpu ' "$log" || fail "$1: no f64 call took the GPU route"
+  local p
+  for p in s d c z; do
+    grep -qE "^(${p}gemm_|cblas_${p}gemm).*route=gpu " "$log" \
+      || fail "$1: no ${p}gemm call took the GPU route"
+  done
 }

@@ -4,8 +4,12 @@
 
 use std::os::raw::c_int;
 
-/// An element type the library exports GEMM for.
-pub trait Real: tilemm::Element + Copy + PartialEq + std::ops::Mul<Output = Self> {
+use ndarray::{ArrayView2, ArrayViewMut2};
+pub use tilemm::complex::{Complex, ComplexPart};
+
+/// An element type the library exports GEMM for: f32 and f64 (`sgemm`, `dgemm`), complex64
+/// and complex128 (`cgemm`, `zgemm`).
+pub trait Scalar: Copy + PartialEq + std::ops::Mul<Output = Self> + Send + Sync + 'static {
     /// Zero and one, for the reference's special cases.
     const ZERO: Self;
     /// One.
@@ -18,43 +22,106 @@ pub trait Real: tilemm::Element + Copy + PartialEq + std::ops::Mul<Output = Self
     const CBLAS: &'static str;
     /// The precision computed, as the routing model keys it.
     const PRECISION: &'static str;
+    /// tilemm's type of its parts (the type itself for a real one).
+    type Part: ComplexPart;
     /// What this process found for the type, once: the BLAS underneath, the routes.
     fn found() -> &'static crate::Found<Self>;
+    /// The value as a complex f64, exactly.
+    fn widen(self) -> Complex<f64>;
+    /// `z` rounded to this type (a real type drops the imaginary part, zero where it is used).
+    fn narrow(z: Complex<f64>) -> Self;
+    /// C = α·op(A)·op(B) + β·C by `gemm` on views of the caller's memory (`conj`: which
+    /// operand enters conjugated; a real type has no conjugate).
+    fn write(
+        gemm: tilemm::Gemm<'_>,
+        views: (ArrayView2<Self>, ArrayView2<Self>, ArrayViewMut2<Self>),
+        scalars: (Self, Self),
+        conj: [bool; 2],
+    ) -> tilemm::Result<tilemm::GemmRun>;
 }
 
-impl Real for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    const XERBLA_NAME: &'static str = "SGEMM ";
-    const FORTRAN: &'static str = "sgemm_";
-    const CBLAS: &'static str = "cblas_sgemm";
-    const PRECISION: &'static str = "f32";
-    fn found() -> &'static crate::Found<Self> {
-        static FOUND: crate::Found<f32> = crate::Found::new();
-        &FOUND
-    }
+macro_rules! real {
+    ($t:ty, $xerbla:literal, $fortran:literal, $cblas:literal, $precision:literal) => {
+        impl Scalar for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const XERBLA_NAME: &'static str = $xerbla;
+            const FORTRAN: &'static str = $fortran;
+            const CBLAS: &'static str = $cblas;
+            const PRECISION: &'static str = $precision;
+            type Part = $t;
+            fn found() -> &'static crate::Found<Self> {
+                static FOUND: crate::Found<$t> = crate::Found::new();
+                &FOUND
+            }
+            fn widen(self) -> Complex<f64> {
+                Complex::new(self.into(), 0.0)
+            }
+            fn narrow(z: Complex<f64>) -> Self {
+                z.re as $t
+            }
+            fn write(
+                gemm: tilemm::Gemm<'_>,
+                (a, b, c): (ArrayView2<Self>, ArrayView2<Self>, ArrayViewMut2<Self>),
+                (alpha, beta): (Self, Self),
+                _conj: [bool; 2],
+            ) -> tilemm::Result<tilemm::GemmRun> {
+                gemm.alpha(alpha.into()).beta(beta.into()).write(a, b, c)
+            }
+        }
+    };
 }
 
-impl Real for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    const XERBLA_NAME: &'static str = "DGEMM ";
-    const FORTRAN: &'static str = "dgemm_";
-    const CBLAS: &'static str = "cblas_dgemm";
-    const PRECISION: &'static str = "f64";
-    fn found() -> &'static crate::Found<Self> {
-        static FOUND: crate::Found<f64> = crate::Found::new();
-        &FOUND
-    }
+macro_rules! complex {
+    ($part:ty, $xerbla:literal, $fortran:literal, $cblas:literal, $precision:literal) => {
+        impl Scalar for Complex<$part> {
+            const ZERO: Self = Complex::new(0.0, 0.0);
+            const ONE: Self = Complex::new(1.0, 0.0);
+            const XERBLA_NAME: &'static str = $xerbla;
+            const FORTRAN: &'static str = $fortran;
+            const CBLAS: &'static str = $cblas;
+            const PRECISION: &'static str = $precision;
+            type Part = $part;
+            fn found() -> &'static crate::Found<Self> {
+                static FOUND: crate::Found<Complex<$part>> = crate::Found::new();
+                &FOUND
+            }
+            fn widen(self) -> Complex<f64> {
+                Complex::new(self.re.into(), self.im.into())
+            }
+            fn narrow(z: Complex<f64>) -> Self {
+                Complex::new(z.re as $part, z.im as $part)
+            }
+            fn write(
+                gemm: tilemm::Gemm<'_>,
+                (a, b, c): (ArrayView2<Self>, ArrayView2<Self>, ArrayViewMut2<Self>),
+                (alpha, beta): (Self, Self),
+                conj: [bool; 2],
+            ) -> tilemm::Result<tilemm::GemmRun> {
+                gemm.complex()
+                    .conjugate(conj[0], conj[1])
+                    .alpha(alpha.widen())
+                    .beta(beta.widen())
+                    .write(a, b, c)
+            }
+        }
+    };
 }
 
-/// op(X): X or its transpose (`C`, the conjugate transpose, is the transpose for reals).
+real!(f32, "SGEMM ", "sgemm_", "cblas_sgemm", "f32");
+real!(f64, "DGEMM ", "dgemm_", "cblas_dgemm", "f64");
+complex!(f32, "CGEMM ", "cgemm_", "cblas_cgemm", "c64");
+complex!(f64, "ZGEMM ", "zgemm_", "cblas_zgemm", "c128");
+
+/// op(X): X, its transpose, or its conjugate transpose (the transpose for reals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// X.
     N,
     /// Xᵀ.
     T,
+    /// Xᴴ.
+    C,
 }
 
 impl Op {
@@ -62,7 +129,8 @@ impl Op {
     pub fn from_char(c: u8) -> Option<Op> {
         match c.to_ascii_uppercase() {
             b'N' => Some(Op::N),
-            b'T' | b'C' => Some(Op::T),
+            b'T' => Some(Op::T),
+            b'C' => Some(Op::C),
             _ => None,
         }
     }
@@ -72,6 +140,7 @@ impl Op {
         match self {
             Op::N => b'N',
             Op::T => b'T',
+            Op::C => b'C',
         }
     }
 }
@@ -125,7 +194,7 @@ pub enum Work {
     Product,
 }
 
-impl<T: Real> Call<T> {
+impl<T: Scalar> Call<T> {
     /// op(A) and op(B).
     pub fn ops(&self) -> [Op; 2] {
         self.trans.map(|c| Op::from_char(c).unwrap_or(Op::N))
@@ -220,7 +289,7 @@ pub struct CblasRefusal {
 #[allow(clippy::too_many_arguments)]
 // BlasInt is i64 itself in the 64-bit-integer build.
 #[allow(clippy::useless_conversion)]
-pub fn from_cblas<T: Real>(
+pub fn from_cblas<T: Scalar>(
     layout: c_int,
     trans_a: c_int,
     trans_b: c_int,

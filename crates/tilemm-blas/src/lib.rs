@@ -1,6 +1,6 @@
 //! `libtilemm_blas.so`: a drop-in BLAS for GEMM. Put in front of a program's BLAS with
-//! `LD_PRELOAD`, it takes the program's `sgemm_`, `dgemm_`, `cblas_sgemm` and `cblas_dgemm`
-//! calls and sends each to the fastest of tilemm's kernels on the GPU (transfers included),
+//! `LD_PRELOAD`, it takes the program's `sgemm_`, `dgemm_`, `cgemm_`, `zgemm_` and their CBLAS
+//! forms (`cblas_sgemm` …) and sends each to the fastest of tilemm's kernels on the GPU (transfers included),
 //! tilemm's CPU path, or the BLAS underneath (the next definition of the symbol), by a model of
 //! speeds measured on this machine (`model`). Every other BLAS routine stays the
 //! program's BLAS's.
@@ -22,14 +22,15 @@ pub mod route;
 pub mod symbols;
 
 use std::cell::Cell;
+use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 
 use std::sync::OnceLock;
 
-use call::{BlasInt, Call, Real};
+use call::{BlasInt, Call, Complex, Scalar};
 use route::Entry;
 
-/// What a process finds once per element type (see [`Real::found`]).
+/// What a process finds once per element type (see [`Scalar::found`]).
 pub struct Found<T> {
     next: OnceLock<Option<symbols::Next<T>>>,
     routes: OnceLock<route::Routes>,
@@ -58,7 +59,7 @@ thread_local! {
 ///
 /// # Safety
 /// The BLAS contract: `call`'s pointers are valid for its shape.
-unsafe fn enter<T: Real>(entry: &Entry, call: &Call<T>) {
+unsafe fn enter<T: Scalar>(entry: &Entry, call: &Call<T>) {
     quiet_panics();
     let work = match call.check() {
         Ok(work) => work,
@@ -143,7 +144,7 @@ macro_rules! fortran_gemm {
                 ldc: i64::from(*ldc),
             };
             let entry = Entry {
-                symbol: <$t as Real>::FORTRAN,
+                symbol: <$t as Scalar>::FORTRAN,
                 row_major: None,
             };
             enter(&entry, &call);
@@ -185,11 +186,59 @@ macro_rules! cblas_gemm {
     };
 }
 
+/// Defines the complex CBLAS entry point for one element type: α, β and the matrices by
+/// `void` pointers, as the reference CBLAS declares them.
+macro_rules! cblas_complex_gemm {
+    ($(#[$doc:meta])* $name:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The CBLAS contract: valid pointers for the shapes and leading dimensions given.
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C-unwind" fn $name(
+            layout: c_int,
+            trans_a: c_int,
+            trans_b: c_int,
+            m: BlasInt,
+            n: BlasInt,
+            k: BlasInt,
+            alpha: *const c_void,
+            a: *const c_void,
+            lda: BlasInt,
+            b: *const c_void,
+            ldb: BlasInt,
+            beta: *const c_void,
+            c: *mut c_void,
+            ldc: BlasInt,
+        ) {
+            let (alpha, beta) = (*alpha.cast::<$t>(), *beta.cast::<$t>());
+            let converted = call::from_cblas(
+                layout,
+                trans_a,
+                trans_b,
+                m,
+                n,
+                k,
+                alpha,
+                a.cast::<$t>(),
+                lda,
+                b.cast::<$t>(),
+                ldb,
+                beta,
+                c.cast::<$t>(),
+                ldc,
+            );
+            cblas(layout, converted);
+        }
+    };
+}
+
 /// A converted CBLAS call, entered, or its refusal reported through `cblas_xerbla`.
 ///
 /// # Safety
 /// The CBLAS contract.
-unsafe fn cblas<T: Real>(layout: c_int, converted: Result<(Call<T>, bool), call::CblasRefusal>) {
+unsafe fn cblas<T: Scalar>(layout: c_int, converted: Result<(Call<T>, bool), call::CblasRefusal>) {
     // As the reference CBLAS: its globals say a C caller, in which layout, while the call runs.
     symbols::set_cblas_globals(layout == call::cblas::ROW_MAJOR, true);
     match converted {
@@ -238,4 +287,24 @@ cblas_gemm!(
     /// `cblas_dgemm`, as [`cblas_sgemm`] in f64.
     cblas_dgemm,
     f64
+);
+fortran_gemm!(
+    /// Fortran CGEMM: complex64, op `C` the conjugate transpose.
+    cgemm_,
+    Complex<f32>
+);
+fortran_gemm!(
+    /// Fortran ZGEMM, as [`cgemm_`] in complex128.
+    zgemm_,
+    Complex<f64>
+);
+cblas_complex_gemm!(
+    /// `cblas_cgemm`: row- or column-major, `CblasConjTrans` the conjugate transpose.
+    cblas_cgemm,
+    Complex<f32>
+);
+cblas_complex_gemm!(
+    /// `cblas_zgemm`, as [`cblas_cgemm`] in complex128.
+    cblas_zgemm,
+    Complex<f64>
 );

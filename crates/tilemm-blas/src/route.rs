@@ -13,7 +13,7 @@ use tilemm::dispatch::router::{Explored, Router};
 use tilemm::dispatch::{self, BlasRoute, DeviceSpec};
 use tilemm::{Backend, GpuSession};
 
-use crate::call::{Call, Op, Real, Work};
+use crate::call::{Call, Op, Scalar, Work};
 use crate::symbols;
 
 /// The routes a call can take.
@@ -118,7 +118,7 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
 }
 
 /// What identifies a route in the model.
-fn identity<T: Real>(route: Route) -> String {
+fn identity<T: Scalar>(route: Route) -> String {
     match route {
         Route::Gpu => match gpu() {
             Ok(gpu) => dispatch::route::gpu_id(gpu),
@@ -155,7 +155,7 @@ pub struct Routes {
 
 /// The routes `auto` chooses among for `T`, found once: the BLAS underneath (where there is
 /// one), tilemm's CPU path, and the GPU where there is one that computes `T`.
-fn routes<T: Real>() -> &'static Routes {
+fn routes<T: Scalar>() -> &'static Routes {
     T::found().routes.get_or_init(|| {
         let mut routes = Vec::new();
         if symbols::next::<T>().is_some() {
@@ -163,7 +163,8 @@ fn routes<T: Real>() -> &'static Routes {
         }
         routes.push(Route::Cpu);
         let computes = |gpu: &GpuSession| {
-            let precision = tilemm::Precision::new(T::DTYPE, T::DTYPE);
+            let part = <T::Part as tilemm::Element>::DTYPE;
+            let precision = tilemm::Precision::new(part, part);
             precision.is_ok_and(|p| gpu.info().types.check(p, &gpu.info().name).is_ok())
         };
         if gpu().is_ok_and(computes) {
@@ -190,7 +191,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn line<T: Real>(&self, call: &Call<T>) -> String {
+    fn line<T: Scalar>(&self, call: &Call<T>) -> String {
         let layout = match self.row_major {
             Some(true) => "(row-major)",
             Some(false) => "(col-major)",
@@ -208,7 +209,7 @@ impl Entry {
 }
 
 /// Logs a call refused as wrong in parameter `number`.
-pub fn log_refusal<T: Real>(entry: &Entry, call: &Call<T>, number: std::os::raw::c_int) {
+pub fn log_refusal<T: Scalar>(entry: &Entry, call: &Call<T>, number: std::os::raw::c_int) {
     log(|| {
         format!(
             "{} refused: parameter {number} is wrong (reported through xerbla_)",
@@ -222,7 +223,7 @@ pub fn log_refusal<T: Real>(entry: &Entry, call: &Call<T>, number: std::os::raw:
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &Cell<bool>) {
+pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written: &Cell<bool>) {
     let start = Instant::now();
     if forked() {
         // No log either: another thread of the parent may have held its lock at the fork.
@@ -252,7 +253,8 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
     let precision = T::PRECISION;
     // tilemm refuses a non-finite α or β (a Problem holds finite scalars); the reference BLAS
     // computes with them, so such a call is the BLAS underneath's (else the definition's).
-    if !(call.alpha.to_f64().is_finite() && call.beta.to_f64().is_finite()) {
+    let finite = |z: tilemm::Complex<f64>| z.re.is_finite() && z.im.is_finite();
+    if !(finite(call.alpha.widen()) && finite(call.beta.widen())) {
         let by = fallback(call);
         written.set(true);
         log(|| {
@@ -334,7 +336,7 @@ pub unsafe fn run<T: Real>(entry: &Entry, call: &Call<T>, work: Work, written: &
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-unsafe fn time_on_copy<T: Real>(route: Route, call: &Call<T>) -> Result<Duration, String> {
+unsafe fn time_on_copy<T: Scalar>(route: Route, call: &Call<T>) -> Result<Duration, String> {
     // C's span: ldc·(n − 1) + m elements.
     let len = (call.ldc.max(1) as usize) * (call.n.max(1) as usize - 1) + call.m.max(0) as usize;
     let mut copy: Vec<T> = Vec::new();
@@ -351,7 +353,7 @@ unsafe fn time_on_copy<T: Real>(route: Route, call: &Call<T>) -> Result<Duration
 }
 
 /// The log's line for a route timed on a copy of C.
-fn explored_line<T: Real>(
+fn explored_line<T: Scalar>(
     entry: &Entry,
     call: &Call<T>,
     route: Route,
@@ -392,7 +394,7 @@ struct Computed {
 }
 
 /// Computes `call` on `route`, or says why it could not (C is then untouched).
-unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, String> {
+unsafe fn compute<T: Scalar>(route: Route, call: &Call<T>) -> Result<Computed, String> {
     let plain = Computed {
         tuning: Duration::ZERO,
         kernel: None,
@@ -422,7 +424,7 @@ unsafe fn compute<T: Real>(route: Route, call: &Call<T>) -> Result<Computed, Str
 }
 
 /// `call` through tilemm's front door: A, B and C as strided views of the caller's memory.
-unsafe fn on_tilemm<T: Real>(
+unsafe fn on_tilemm<T: Scalar>(
     gemm: tilemm::Gemm<'_>,
     call: &Call<T>,
 ) -> Result<tilemm::GemmRun, String> {
@@ -438,9 +440,12 @@ unsafe fn on_tilemm<T: Real>(
     // A panic inside (a driver's) must not unwind into the host program; C is written only
     // at the end, so a failure leaves it as it was.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        gemm.alpha(call.alpha.to_f64())
-            .beta(call.beta.to_f64())
-            .write(a, b, c)
+        T::write(
+            gemm,
+            (a, b, c),
+            (call.alpha, call.beta),
+            [ta, tb].map(|op| op == Op::C),
+        )
     }))
     .map_err(|payload| format!("panicked: {}", tilemm::panic_message(&*payload)))?
     .map_err(|e| tilemm::one_line(&e.to_string()))
@@ -483,13 +488,13 @@ unsafe fn operand<'a, T>(
 ) -> ArrayView2<'a, T> {
     match op {
         Op::N => ArrayView2::from_shape_ptr((rows, cols).strides((1, ld)), x),
-        Op::T => ArrayView2::from_shape_ptr((rows, cols).strides((ld, 1)), x),
+        Op::T | Op::C => ArrayView2::from_shape_ptr((rows, cols).strides((ld, 1)), x),
     }
 }
 
 /// Computes `call` when its route failed: the BLAS underneath, else tilemm's CPU path, else
 /// the definition itself. Returns what computed it.
-unsafe fn fallback<T: Real>(call: &Call<T>) -> &'static str {
+unsafe fn fallback<T: Scalar>(call: &Call<T>) -> &'static str {
     if let Some(next) = symbols::next::<T>() {
         next.gemm(call);
         return "blas";
@@ -505,29 +510,36 @@ unsafe fn fallback<T: Real>(call: &Call<T>) -> &'static str {
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-pub unsafe fn definition<T: Real>(call: &Call<T>) {
+pub unsafe fn definition<T: Scalar>(call: &Call<T>) {
     let [ta, tb] = call.ops();
-    let at = |i: usize, l: usize| match ta {
-        Op::N => *call.a.add(i + l * call.lda as usize),
-        Op::T => *call.a.add(l + i * call.lda as usize),
+    // op(X)'s element (i, j) of column-major X, conjugated for `C`.
+    let element = |x: *const T, ld: i64, op: Op, i: usize, j: usize| {
+        let ld = ld as usize;
+        let z = match op {
+            Op::N => *x.add(i + j * ld),
+            Op::T | Op::C => *x.add(j + i * ld),
+        }
+        .widen();
+        if op == Op::C {
+            z.conj()
+        } else {
+            z
+        }
     };
-    let bt = |l: usize, j: usize| match tb {
-        Op::N => *call.b.add(l + j * call.ldb as usize),
-        Op::T => *call.b.add(j + l * call.ldb as usize),
-    };
+    let (alpha, beta) = (call.alpha.widen(), call.beta.widen());
     for j in 0..call.n as usize {
         for i in 0..call.m as usize {
-            let mut sum = 0.0;
+            let mut sum = tilemm::Complex::new(0.0, 0.0);
             for l in 0..call.k as usize {
-                sum += at(i, l).to_f64() * bt(l, j).to_f64();
+                sum += element(call.a, call.lda, ta, i, l) * element(call.b, call.ldb, tb, l, j);
             }
             let x = call.c.add(i + j * call.ldc as usize);
             let scaled = if call.beta == T::ZERO {
-                0.0
+                tilemm::Complex::new(0.0, 0.0)
             } else {
-                call.beta.to_f64() * (*x).to_f64()
+                beta * (*x).widen()
             };
-            *x = T::from_f64(call.alpha.to_f64() * sum + scaled);
+            *x = T::narrow(alpha * sum + scaled);
         }
     }
 }
@@ -538,7 +550,7 @@ pub unsafe fn definition<T: Real>(call: &Call<T>) {
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
-pub unsafe fn forward<T: Real>(call: &Call<T>, work: Work) {
+pub unsafe fn forward<T: Scalar>(call: &Call<T>, work: Work) {
     match (symbols::next::<T>(), work) {
         (Some(next), _) => next.gemm(call),
         (None, Work::None) => {}

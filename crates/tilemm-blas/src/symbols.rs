@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 
-use crate::call::{Call, Real};
+use crate::call::{Call, Scalar};
 
 /// The Fortran GEMM's signature: every argument by reference, the two hidden lengths of the
 /// character arguments last.
@@ -58,7 +58,7 @@ pub struct Next<T> {
     pub ilp64: bool,
 }
 
-impl<T: Real> Next<T> {
+impl<T: Scalar> Next<T> {
     /// Runs `call` on the BLAS underneath.
     ///
     /// # Safety
@@ -137,8 +137,8 @@ fn library_of(address: *mut c_void) -> String {
 /// The next `sgemm_` (`dgemm_`) after this library, once per process; else that of a
 /// `libblas.so.3` already loaded outside the global scope (Python loads numpy's extension, and
 /// with it its BLAS, that way). `None` when this library is the only BLAS.
-pub fn next<T: Real>() -> Option<&'static Next<T>> {
-    fn found<T: Real>() -> Option<Next<T>> {
+pub fn next<T: Scalar>() -> Option<&'static Next<T>> {
+    fn found<T: Scalar>() -> Option<Next<T>> {
         let address = lookup(libc::RTLD_NEXT, T::FORTRAN).or_else(|| {
             // SAFETY: RTLD_NOLOAD opens nothing new: a handle to the loaded library, if any.
             let handle = unsafe {

@@ -23,6 +23,20 @@
 //! a small imaginary part next to a large real one loses its relative accuracy. 4M's error is
 //! that of a real product of 2K terms per part, which the real bound covers, and its integer
 //! products are exact where every partial sum fits the type.
+//!
+//! ```
+//! use ndarray::Array2;
+//! use tilemm::{Complex, Gemm};
+//!
+//! // C = (1+2i)·Aᴴ·B, Aᴴ a view of A (48×64) conjugated.
+//! let z = Array2::from_shape_fn((48, 64), |(i, j)| Complex::new(i as f64, j as f64));
+//! let w = Array2::from_shape_fn((48, 30), |(i, j)| Complex::new(1.0, (i + j) as f64));
+//! let alpha = Complex::new(1.0, 2.0);
+//! let c = Gemm::new().complex().conjugate(true, false).alpha(alpha).product(z.t(), w.view())?;
+//! let want: Complex<f64> = (0..48).map(|l| z[[l, 3]].conj() * w[[l, 5]]).sum::<Complex<f64>>() * alpha;
+//! assert_eq!(c[[3, 5]], want);
+//! # Ok::<(), tilemm::Error>(())
+//! ```
 
 use ndarray::{Array3, ArrayView2, ArrayView3, ArrayViewMut2, ArrayViewMut3, Axis, Zip};
 pub use num_complex::Complex;
