@@ -1,7 +1,8 @@
 # LAPACK's own tests (Debian's liblapack-test): sourced by scripts/test-lapack.
-# lapack_programs LETTERS: "PROGRAM INPUT" lines (INPUT: a name in $LAPACK_TESTS, or a path), as LAPACK's lapack_testing.py runs them, for the
-# real precisions given (s, d): the eigenvalue programs on their 16 inputs, the linear-equation
-# programs, the mixed-precision one (d) and the RFP one.
+# lapack_programs LETTERS: "PROGRAM INPUT" lines (INPUT: a name in $LAPACK_TESTS, or a path), as
+# LAPACK's lapack_testing.py runs them, for the precisions given (s, d, c, z): the eigenvalue
+# programs on their 16 inputs, the linear-equation programs, the mixed-precision ones (d, z) and
+# the RFP one.
 lapack_programs() {
   local l
   for l in "$@"; do
@@ -11,6 +12,7 @@ lapack_programs() {
     done
     echo "xlintst$l ${l}test"
     [ "$l" = d ] && echo "xlintstds dstest"
+    [ "$l" = z ] && echo "xlintstzc zctest"
     echo "xlintstrf$l ${l}test_rfp"
   done
 }
@@ -22,19 +24,20 @@ lapack_summary() {
     | sed -E 's/[[:space:]]+/ /g' || true
 }
 
-# lapack_reduced DIR: inputs for the GPU's reduced set, cut from Debian's into DIR: the expert
-# nonsymmetric eigenvalue driver alone (DVX, SVX: all 21 matrix types and the precomputed
-# matrices, sizes 0 1 2 5 10) and the generalized eigenvalue driver alone (DGV, SGV: sizes 2 6 10),
-# whose test 5 compares eigenvalues computed with and without eigenvectors bit for bit. Prints
-# their "PROGRAM INPUT" lines.
+# lapack_reduced DIR: inputs for the GPU's reduced set, cut from Debian's into DIR (a section runs
+# from its header to the next one's, "XYZ   Data ..."): the expert
+# nonsymmetric eigenvalue driver alone (DVX, SVX, ZVX, CVX: all 21 matrix types and the precomputed
+# matrices, sizes 0 1 2 5 10) and the generalized eigenvalue driver alone (DGV, SGV, ZGV, CGV:
+# sizes 2 6 10), whose test 5 compares eigenvalues computed with and without eigenvectors bit for
+# bit. Prints their "PROGRAM INPUT" lines.
 lapack_reduced() {
   local dir=$1 l U
-  for l in d s; do
+  for l in d s z c; do
     U=$(tr a-z A-Z <<< "$l")
-    awk -v s="^${U}VX " -v e="^${U}SX " '$0 ~ s {on=1} $0 ~ e {on=0} on' "$LAPACK_TESTS/${l}ed.in" \
+    awk -v s="^${U}VX " '$0 ~ s {on=1; print; next} /^[A-Z][A-Z][A-Z] +Data/ {on=0} on' "$LAPACK_TESTS/${l}ed.in" \
       | sed -e '2s/.*/5                 Number of matrix dimensions/' \
         -e '3s/.*/0 1 2 5 10        Matrix dimensions/' > "$dir/${l}vx.in"
-    awk -v s="^${U}GV " -v e="^${U}GX " '$0 ~ s {on=1} $0 ~ e {on=0} on' "$LAPACK_TESTS/${l}gd.in" \
+    awk -v s="^${U}GV " '$0 ~ s {on=1; print; next} /^[A-Z][A-Z][A-Z] +Data/ {on=0} on' "$LAPACK_TESTS/${l}gd.in" \
       | sed -e '2s/.*/3                 Number of matrix dimensions/' \
         -e '3s/.*/2 6 10            Matrix dimensions/' > "$dir/${l}gv.in"
     echo "xeigtst$l $dir/${l}vx"

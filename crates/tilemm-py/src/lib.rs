@@ -91,10 +91,50 @@ where
     let work = [a.dim().1, a.dim().2, b.dim().2]
         .iter()
         .fold(a.dim().0.max(b.dim().0), |x, &y| x.saturating_mul(y));
+    finish(py, work, move |stop: &(dyn Fn() -> bool + Sync)| {
+        gemm.write_batched_until(a, b, c, stop)
+    })
+}
+
+/// C = α·A·B + β·C into `out` for 3-D complex arrays of parts `T` (complex64: f32,
+/// complex128: f64), α and β real.
+fn write_complex<T>(
+    py: Python<'_>,
+    gemm: Gemm<'static>,
+    (alpha, beta): (f64, f64),
+    [a, b, out]: [&Bound<'_, PyAny>; 3],
+) -> PyResult<(String, f64)>
+where
+    T: tilemm::complex::ComplexPart,
+    tilemm::Complex<T>: numpy::Element,
+{
+    let a = a.cast::<PyArray3<tilemm::Complex<T>>>()?.readonly();
+    let b = b.cast::<PyArray3<tilemm::Complex<T>>>()?.readonly();
+    let mut out = out.cast::<PyArray3<tilemm::Complex<T>>>()?.readwrite();
+    let (a, b, c) = (a.as_array(), b.as_array(), out.as_array_mut());
+    // Four real products of the complex one's size.
+    let work = [a.dim().1, a.dim().2, b.dim().2, 4]
+        .iter()
+        .fold(a.dim().0.max(b.dim().0), |x, &y| x.saturating_mul(y));
+    let gemm = gemm
+        .complex()
+        .alpha(tilemm::Complex::new(alpha, 0.0))
+        .beta(tilemm::Complex::new(beta, 0.0));
+    finish(py, work, move |stop: &(dyn Fn() -> bool + Sync)| {
+        gemm.write_batched_until(a, b, c, stop)
+    })
+}
+
+/// Runs `product` (with the GIL released; where it is `work` multiply-adds or more, on a
+/// thread of its own that ^C can stop) and returns its route and time.
+fn finish<'a, P>(py: Python<'_>, work: usize, product: P) -> PyResult<(String, f64)>
+where
+    P: FnOnce(&(dyn Fn() -> bool + Sync)) -> tilemm::Result<tilemm::GemmRun> + Send + 'a,
+{
     let run = if work < INTERRUPTIBLE_WORK {
-        py.detach(|| gemm.write_batched(a, b, c))
+        py.detach(|| product(&|| false))
     } else {
-        match py.detach(|| interruptible(gemm, a, b, c)) {
+        match py.detach(|| interruptible(product)) {
             (_, Some(signal)) => return Err(signal),
             (run, None) => run,
         }
@@ -111,22 +151,21 @@ const INTERRUPTIBLE_WORK: usize = 1 << 27;
 /// handlers every 50 ms (^C raises `KeyboardInterrupt` there, in the main thread); a signal's
 /// exception stops the product at its next piece ([`Gemm::write_batched_until`]) and is
 /// returned once the product's thread has let go of the arrays.
-fn interruptible<I: tilemm::Element, O: tilemm::Element>(
-    gemm: Gemm<'static>,
-    a: ndarray::ArrayView3<'_, I>,
-    b: ndarray::ArrayView3<'_, I>,
-    c: ndarray::ArrayViewMut3<'_, O>,
-) -> (tilemm::Result<tilemm::GemmRun>, Option<PyErr>) {
+fn interruptible<'a, P>(product: P) -> (tilemm::Result<tilemm::GemmRun>, Option<PyErr>)
+where
+    P: FnOnce(&(dyn Fn() -> bool + Sync)) -> tilemm::Result<tilemm::GemmRun> + Send + 'a,
+{
     use std::sync::atomic::{AtomicBool, Ordering};
     let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
     let caller = std::thread::current();
-    // C is handed to the product's thread, or taken back here if no thread can start.
-    let c = std::sync::Mutex::new(Some(c));
-    let take = || c.lock().unwrap_or_else(|e| e.into_inner()).take();
+    // The product (holding C) is handed to its thread, or taken back here if no thread can
+    // start.
+    let product = std::sync::Mutex::new(Some(product));
+    let take = || product.lock().unwrap_or_else(|e| e.into_inner()).take();
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new().spawn_scoped(s, || {
-            let c = take().expect("C, handed once");
-            let run = gemm.write_batched_until(a, b, c, &|| stop.load(Ordering::Relaxed));
+            let product = take().expect("the product, handed once");
+            let run = product(&|| stop.load(Ordering::Relaxed));
             // Said before the thread ends, so that the caller wakes at once.
             done.store(true, Ordering::Release);
             caller.unpark();
@@ -136,8 +175,8 @@ fn interruptible<I: tilemm::Element, O: tilemm::Element>(
             Ok(worker) => worker,
             // No thread to be had (a process limit): the product runs here, to its end.
             Err(_) => {
-                let c = take().expect("C, not handed");
-                return (gemm.write_batched(a, b, c), None);
+                let product = take().expect("the product, not handed");
+                return (product(&|| false), None);
             }
         };
         let mut signal = None;
@@ -182,6 +221,8 @@ fn gemm<'py>(
 ) -> PyResult<(String, f64)> {
     let gemm = configured(py, alpha, beta, kernel, backend, index)?;
     let arrays = [a, b, out];
+    let c64 = dtype::<tilemm::Complex<f32>>(py);
+    let c128 = dtype::<tilemm::Complex<f64>>(py);
     let descr = |x: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyArrayDescr>> {
         Ok(x.cast::<PyUntypedArray>()?.dtype())
     };
@@ -198,7 +239,14 @@ fn gemm<'py>(
         write::<f32, f32>(py, gemm, arrays)
     } else if is(&input, &f64) && is(&output, &f64) {
         write::<f64, f64>(py, gemm, arrays)
-    } else if [&f16, &f32, &f64].iter().all(|t| !is(&input, t)) {
+    } else if is(&input, &c64) && is(&output, &c64) {
+        write_complex::<f32>(py, gemm, (alpha, beta), arrays)
+    } else if is(&input, &c128) && is(&output, &c128) {
+        write_complex::<f64>(py, gemm, (alpha, beta), arrays)
+    } else if [&f16, &f32, &f64, &c64, &c128]
+        .iter()
+        .all(|t| !is(&input, t))
+    {
         // bfloat16 (ml_dtypes', which the package imports before it sends one).
         let bf16 = dtype::<half::bf16>(py);
         if is(&input, &bf16) && is(&output, &bf16) {

@@ -59,6 +59,15 @@ def test_batches_vectors_and_dtypes_follow_numpy(client):
     np.testing.assert_array_equal(got.compute(), a @ v)
 
 
+def test_complex_blocks_are_numpys(client):
+    rng = np.random.default_rng(8)
+    a = (rng.integers(-4, 5, (30, 26)) + 1j * rng.integers(-4, 5, (30, 26))).astype(np.complex64)
+    b = (rng.integers(-4, 5, (26, 18)) + 1j * rng.integers(-4, 5, (26, 18))).astype(np.complex128)
+    got = tilemm.dask.matmul(da.from_array(a, chunks=(11, 9)), da.from_array(b, chunks=(9, 7)))
+    assert got.dtype == np.complex128
+    np.testing.assert_array_equal(got.compute(), a @ b)
+
+
 def test_a_workers_error_arrives_as_the_same_exception(client):
     x = da.ones((20, 20), chunks=10)
     # wgpu has no device 99: the workers open the device, and fail there.

@@ -169,6 +169,52 @@ def test_dtypes_promote_as_numpy_promotes_them(route, da, db):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_products_are_numpys_exactly_on_gaussian_integers(route, dtype):
+    rng = np.random.default_rng(21)
+    gauss = lambda shape: (
+        rng.integers(-3, 4, shape) + 1j * rng.integers(-3, 4, shape)
+    ).astype(dtype)
+    # Broadcast batches, a transposed and a strided operand, a vector.
+    a, b = gauss((2, 1, 9, 11)), gauss((3, 11, 7))
+    got = tilemm.matmul(a, b, **route)
+    assert got.dtype == dtype and got.shape == (2, 3, 9, 7)
+    np.testing.assert_array_equal(got, np.matmul(a, b))
+    at = gauss((11, 9)).T
+    bs = gauss((11, 14))[:, ::2]
+    np.testing.assert_array_equal(tilemm.matmul(at, bs, **route), np.matmul(at, bs))
+    v = gauss(11)
+    np.testing.assert_array_equal(tilemm.matmul(at, v, **route), np.matmul(at, v))
+    # out= in place, α and β real as for every dtype.
+    out = gauss((9, 7))
+    want = 2.0 * np.matmul(a[0, 0], b[1]) - out
+    tilemm.matmul(a[0, 0], b[1], out=out, alpha=2.0, beta=-1.0, **route)
+    np.testing.assert_array_equal(out, want)
+    # A real operand promotes as numpy promotes it.
+    r = rng.integers(-3, 4, (11, 7)).astype(np.float64)
+    mixed = tilemm.matmul(a[0, 0], r, **route)
+    assert mixed.dtype == np.matmul(a[0, 0], r).dtype
+    np.testing.assert_array_equal(mixed, np.matmul(a[0, 0], r))
+
+
+def test_complex_products_meet_the_bound_on_random_data(route):
+    rng = np.random.default_rng(22)
+    for dtype, real in [(np.complex64, np.float32), (np.complex128, np.float64)]:
+        a = (rng.standard_normal((33, 70)) + 1j * rng.standard_normal((33, 70))).astype(dtype)
+        b = (rng.standard_normal((70, 21)) + 1j * rng.standard_normal((70, 21))).astype(dtype)
+        got = tilemm.matmul(a, b, **route)
+        ref = np.matmul(a.astype(np.complex128), b.astype(np.complex128))
+        # 4M: each part is a real product of 2K terms (a re·re and an im·im product summed).
+        u = np.finfo(real).eps / 2
+        n = 2 * a.shape[1]
+        mag = np.matmul(np.abs(a.real), np.abs(b.real)) + np.matmul(np.abs(a.imag), np.abs(b.imag))
+        bound_re = (n * u / (1 - n * u)) * mag + u * np.abs(ref.real)
+        mag = np.matmul(np.abs(a.real), np.abs(b.imag)) + np.matmul(np.abs(a.imag), np.abs(b.real))
+        bound_im = (n * u / (1 - n * u)) * mag + u * np.abs(ref.imag)
+        assert (np.abs(got.real - ref.real) <= bound_re).all(), dtype
+        assert (np.abs(got.imag - ref.imag) <= bound_im).all(), dtype
+
+
 def test_out_is_written_in_place_non_contiguous_included(route):
     rng = np.random.default_rng(13)
     a, b = integers((10, 12), np.float32, rng), integers((12, 9), np.float32, rng)
@@ -241,7 +287,7 @@ def test_the_acceptance_examples():
         (lambda: tilemm.matmul(np.ones(3), 2.0), tilemm.ShapeError, "not have enough dimensions"),
         (lambda: tilemm.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 4))), tilemm.ShapeError, "broadcast"),
         (lambda: tilemm.matmul(np.ones((2, 3), np.int64), np.ones((3, 2))), tilemm.DTypeError, "int64"),
-        (lambda: tilemm.matmul(np.ones((2, 3), complex), np.ones((3, 2))), tilemm.DTypeError, "complex"),
+        (lambda: tilemm.matmul(np.ones((2, 3), np.clongdouble), np.ones((3, 2))), tilemm.DTypeError, "complex"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 3))), tilemm.ShapeError, "shape"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 2), np.int32)), tilemm.DTypeError, "same_kind"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), beta=1.0), tilemm.ArgumentError, "out="),

@@ -70,6 +70,8 @@ class MaskedArrayError(TilemmError, TypeError):
 
 # numpy's own float types, and ml_dtypes' bfloat16 where it is installed.
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+# Complex products: four real ones each (tilemm::complex, the 4M method).
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 def _bf16():
@@ -178,15 +180,18 @@ def _result_dtype(a, b):
                 f"tilemm computes floating-point products; {x.dtype} input is not one: cast it "
                 "(x.astype(np.float32) or np.float64)"
             )
-        if x.dtype.kind == "c":
-            raise DTypeError(
-                f"tilemm computes real products; {x.dtype} (complex) input is not one"
-            )
         native = x.dtype.newbyteorder("=")
-        if native not in _FLOATS and native != bf16:
+        if native not in _FLOATS + _COMPLEX and native != bf16:
             raise DTypeError(
-                f"tilemm computes float16, bfloat16 (ml_dtypes), float32 and float64; not {x.dtype}"
+                f"tilemm computes float16, bfloat16 (ml_dtypes), float32, float64, complex64 and "
+                f"complex128; not {x.dtype}"
             )
+    if a_dtype.kind == "c" or b_dtype.kind == "c":
+        if bf16 in (a_dtype, b_dtype):
+            raise DTypeError(f"matmul: no common dtype of {a.dtype} and {b.dtype}")
+        # As numpy: the complex type that holds both (a real operand's imaginary part is 0).
+        result = np.result_type(a_dtype, b_dtype)
+        return result, result
     if bf16 is not None and a_dtype == bf16 and b_dtype == bf16:
         # As numpy does with ml_dtypes: bfloat16 products come back as float32.
         return np.dtype(np.float32), bf16
@@ -280,7 +285,8 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
     ``out = alpha * a @ b + beta * out``.
 
-    ``a`` and ``b`` are array-likes of float16, bfloat16 (ml_dtypes), float32 or float64 with
+    ``a`` and ``b`` are array-likes of float16, bfloat16 (ml_dtypes), float32, float64,
+    complex64 or complex128 with
     numpy's matmul shapes: batch dimensions broadcast, 1-D operands are promoted and the added
     axis removed, dtypes promote as numpy promotes them. Views are read in place, any strides
     included. ``out`` (an ndarray of the result's shape, of a dtype the result casts to with
