@@ -68,6 +68,15 @@ def test_complex_blocks_are_numpys(client):
     np.testing.assert_array_equal(got.compute(), a @ b)
 
 
+def test_integer_blocks_are_numpys_exactly(client):
+    rng = np.random.default_rng(9)
+    a = rng.integers(-2**31, 2**31, (20, 17), dtype=np.int64)
+    b = rng.integers(-2**31, 2**31, (17, 9), dtype=np.int64)
+    got = tilemm.dask.matmul(da.from_array(a, chunks=(7, 6)), da.from_array(b, chunks=(6, 4)))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.compute(), a @ b)
+
+
 def test_a_workers_error_arrives_as_the_same_exception(client):
     x = da.ones((20, 20), chunks=10)
     # wgpu has no device 99: the workers open the device, and fail there.
@@ -77,7 +86,7 @@ def test_a_workers_error_arrives_as_the_same_exception(client):
     with pytest.raises(tilemm.ShapeError):
         tilemm.dask.matmul(da.ones((3, 4)), da.ones((5, 6)))
     with pytest.raises(tilemm.DTypeError):
-        tilemm.dask.matmul(da.ones((3, 4), dtype=int), da.ones((4, 6)))
+        tilemm.dask.matmul(da.ones((3, 4), dtype=np.longdouble), da.ones((4, 6)))
 
 
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "synchronous"])

@@ -215,6 +215,52 @@ def test_complex_products_meet_the_bound_on_random_data(route):
         assert (np.abs(got.imag - ref.imag) <= bound_im).all(), dtype
 
 
+INTEGERS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_integer_products_are_numpys_exactly_wrapping_included(route, dtype):
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    info = np.iinfo(dtype)
+    # Small values (one float64 product), then the whole range (overflowing: digit products).
+    for low, high in [(-5, 6), (info.min, info.max)]:
+        low, high = max(low, info.min), min(high, info.max)
+        a = rng.integers(low, high, (2, 7, 33), dtype=dtype, endpoint=True)
+        b = rng.integers(low, high, (33, 5), dtype=dtype, endpoint=True)
+        with np.errstate(over="ignore"):
+            want = np.matmul(a, b)
+        got = tilemm.matmul(a, b, **route)
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)
+    # A vector, and out= of the same kind.
+    v = rng.integers(0, 4, 33, dtype=dtype)
+    np.testing.assert_array_equal(tilemm.matmul(a[0], v, **route), np.matmul(a[0], v))
+    out = np.empty((7, 5), np.int64 if info.min < 0 else np.uint64)
+    tilemm.matmul(a[0], b, out=out, **route)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, np.matmul(a[0], b, out=np.empty_like(out)))
+
+
+def test_bool_products_are_or_of_ands_and_mixed_types_promote(route):
+    rng = np.random.default_rng(5)
+    a, b = rng.random((9, 40)) < 0.1, rng.random((40, 6)) < 0.1
+    got = tilemm.matmul(a, b, **route)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, np.matmul(a, b))
+    # bool with int8: int8; int16 with uint16: int32; int32 with float32: float64.
+    for x, y in [(a, rng.integers(-3, 4, (40, 6), dtype=np.int8)),
+                 (rng.integers(-3, 4, (9, 40), dtype=np.int16), rng.integers(0, 4, (40, 6), dtype=np.uint16)),
+                 (rng.integers(-3, 4, (9, 40), dtype=np.int32), rng.standard_normal((40, 6)).astype(np.float32))]:
+        want = np.matmul(x, y)
+        got = tilemm.matmul(x, y, **route)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # Two vectors: a scalar, as numpy gives it.
+    for y in (np.zeros(3, bool), np.ones(3, bool)):
+        got = tilemm.matmul(np.ones(3, bool), y)
+        assert type(got) is np.bool_ and got == np.matmul(np.ones(3, bool), y)
+
+
 def test_out_is_written_in_place_non_contiguous_included(route):
     rng = np.random.default_rng(13)
     a, b = integers((10, 12), np.float32, rng), integers((12, 9), np.float32, rng)
@@ -286,7 +332,9 @@ def test_the_acceptance_examples():
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((4, 5))), tilemm.ShapeError, "core dimension"),
         (lambda: tilemm.matmul(np.ones(3), 2.0), tilemm.ShapeError, "not have enough dimensions"),
         (lambda: tilemm.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 4))), tilemm.ShapeError, "broadcast"),
-        (lambda: tilemm.matmul(np.ones((2, 3), np.int64), np.ones((3, 2))), tilemm.DTypeError, "int64"),
+        (lambda: tilemm.matmul(np.ones((2, 3), object), np.ones((3, 2))), tilemm.DTypeError, "object"),
+        (lambda: tilemm.matmul(np.ones((2, 3), np.longdouble), np.ones((3, 2))), tilemm.DTypeError, "float128"),
+        (lambda: tilemm.matmul(np.ones((2, 3), int), np.ones((3, 2), int), alpha=2.0), tilemm.ArgumentError, "alpha"),
         (lambda: tilemm.matmul(np.ones((2, 3), np.clongdouble), np.ones((3, 2))), tilemm.DTypeError, "complex"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 3))), tilemm.ShapeError, "shape"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 2), np.int32)), tilemm.DTypeError, "same_kind"),

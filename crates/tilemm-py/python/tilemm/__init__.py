@@ -174,17 +174,18 @@ def _result_dtype(a, b):
     bf16 = _bf16()
     # Byte order is storage, not type: a '>f4' operand is read as float32.
     a_dtype, b_dtype = (x.dtype.newbyteorder("=") for x in (a, b))
+    if a_dtype.kind in "iub" and b_dtype.kind in "iub":
+        # Integers and bool: numpy's type (computed exactly, see _exact_integer_product).
+        result = np.result_type(a_dtype, b_dtype)
+        return result, result
     for x in (a, b):
-        if x.dtype.kind in "iub":
-            raise DTypeError(
-                f"tilemm computes floating-point products; {x.dtype} input is not one: cast it "
-                "(x.astype(np.float32) or np.float64)"
-            )
         native = x.dtype.newbyteorder("=")
+        if native.kind in "iub":
+            continue
         if native not in _FLOATS + _COMPLEX and native != bf16:
             raise DTypeError(
-                f"tilemm computes float16, bfloat16 (ml_dtypes), float32, float64, complex64 and "
-                f"complex128; not {x.dtype}"
+                f"tilemm computes bool, integers, float16, bfloat16 (ml_dtypes), float32, "
+                f"float64, complex64 and complex128; not {x.dtype}"
             )
     if a_dtype.kind == "c" or b_dtype.kind == "c":
         if bf16 in (a_dtype, b_dtype):
@@ -281,12 +282,76 @@ def _returned(result, out):
     return result[()] if out is None and result.ndim == 0 else result
 
 
+def _into(result, out):
+    """`result` as matmul returns it, written into `out` where it was given (numpy's casting
+    rule: same_kind)."""
+    if out is None:
+        return _returned(result, None)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+    if out.shape != result.shape:
+        raise ShapeError(
+            f"matmul: non-broadcastable output operand: out has shape {out.shape}, the result "
+            f"{result.shape}"
+        )
+    if not np.can_cast(result.dtype, out.dtype, "same_kind"):
+        raise DTypeError(
+            f"Cannot cast ufunc 'matmul' output from {result.dtype!r} to {out.dtype!r} "
+            "with casting rule 'same_kind'"
+        )
+    if not out.flags.writeable:
+        raise ArgumentError("out is read-only")
+    out[...] = result
+    return out
+
+
+def _exact_integer_product(a, b, result_dtype, kernel, device):
+    """numpy's integer or bool matmul, computed exactly by tilemm's floating-point products.
+
+    bool: or of ands, the count of true pairs (exact in float32 up to K = 2**24) above zero.
+    Integers wrap modulo 2**bits as numpy's do. Where every partial sum fits in float64's 53 bits
+    (|A|max·|B|max·K < 2**52) one float64 product gives the exact sum, cast back with
+    wrapping; else the operands are split into base-2**w digits (w with K·2**(2w) < 2**52) and
+    the digit products, each exact, are added with wrapping shifts in uint64 (two's complement
+    makes that right for signed types too): C mod 2**bits = Σ (Aᵢ·Bⱼ)·2**(w(i+j)).
+    """
+    mm = lambda x, y: matmul(x, y, kernel=kernel, device=device)  # noqa: E731
+    k = a.shape[-1] if a.ndim else 1
+    if result_dtype == np.bool_:
+        real = np.float32 if k < 2**24 else np.float64
+        return mm(a.astype(real), b.astype(real)) > 0
+    a, b = a.astype(result_dtype), b.astype(result_dtype)
+    if a.size == 0 or b.size == 0 or k == 0:
+        return mm(a.astype(np.float64), b.astype(np.float64)).astype(result_dtype)
+    # Magnitudes as float64 (rounded up by at most a unit in the last place: the margin below
+    # is a factor 2).
+    biggest = lambda x: float(np.max(np.abs(x.astype(np.float64))))  # noqa: E731
+    if biggest(a) * biggest(b) * k < 2.0**52:
+        exact = mm(a.astype(np.float64), b.astype(np.float64))
+        wide = np.uint64 if result_dtype.kind == "u" else np.int64
+        return np.asarray(exact).astype(wide).astype(result_dtype)
+    bits = 8 * result_dtype.itemsize
+    w = max(1, (52 - math.ceil(math.log2(k + 1))) // 2)
+    digits = math.ceil(bits / w)
+    mask = np.uint64((1 << w) - 1)
+    au, bu = a.astype(np.uint64), b.astype(np.uint64)
+    digit = lambda x, i: ((x >> np.uint64(w * i)) & mask).astype(np.float64)  # noqa: E731
+    total = None
+    with np.errstate(over="ignore"):
+        for i in range(digits):
+            di = digit(au, i)
+            for j in range(digits - i):
+                part = np.asarray(mm(di, digit(bu, j))).astype(np.uint64) << np.uint64(w * (i + j))
+                total = part if total is None else total + part
+    return total.astype(result_dtype)
+
+
 def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
     ``out = alpha * a @ b + beta * out``.
 
-    ``a`` and ``b`` are array-likes of float16, bfloat16 (ml_dtypes), float32, float64,
-    complex64 or complex128 with
+    ``a`` and ``b`` are array-likes of bool, integers (exact, wrapping as numpy's), float16,
+    bfloat16 (ml_dtypes), float32, float64, complex64 or complex128 with
     numpy's matmul shapes: batch dimensions broadcast, 1-D operands are promoted and the added
     axis removed, dtypes promote as numpy promotes them. Views are read in place, any strides
     included. ``out`` (an ndarray of the result's shape, of a dtype the result casts to with
@@ -321,6 +386,14 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
         raise ArgumentError(f"kernel must be a string such as 'auto' or 'tiled', not {kernel!r}")
     last_call.route, last_call.library_seconds = None, 0.0
     result_dtype, input_dtype = _result_dtype(a, b)
+    if result_dtype.kind in "iub":
+        if alpha != 1.0 or beta != 0.0:
+            raise ArgumentError(
+                f"alpha and beta scale floating-point products; a {result_dtype} product is "
+                "numpy's matmul (alpha=1, beta=0)"
+            )
+        product = _exact_integer_product(a, b, result_dtype, kernel, device)
+        return _into(product, out)
     # The kernels read and write the machine's byte order.
     result_dtype, input_dtype = (d.newbyteorder("=") for d in (result_dtype, input_dtype))
     device = _device(device)
@@ -354,7 +427,10 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
                 raise ShapeError(
                     f"matmul: out has {out.ndim} dimensions, the result {len(shape)} ({shape})"
                 )
-            raise ShapeError(f"matmul: out has shape {out.shape}, the result {shape}")
+            raise ShapeError(
+                f"matmul: non-broadcastable output operand: out has shape {out.shape}, the "
+                f"result {shape}"
+            )
         if not np.can_cast(result_dtype, out.dtype, "same_kind"):
             raise DTypeError(
                 f"Cannot cast ufunc 'matmul' output from {result_dtype!r} to {out.dtype!r} "
