@@ -261,6 +261,39 @@ def test_bool_products_are_or_of_ands_and_mixed_types_promote(route):
         assert type(got) is np.bool_ and got == np.matmul(np.ones(3, bool), y)
 
 
+def test_dtype_and_axes_are_numpys(route):
+    rng = np.random.default_rng(31)
+    a = rng.integers(-4, 5, (2, 3, 4)).astype(np.float64)
+    b = rng.integers(-4, 5, (4, 5)).astype(np.float64)
+    # dtype=: computed and returned in it; a cast numpy refuses is refused.
+    got = tilemm.matmul(a, b, dtype=np.float32, **route)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.matmul(a, b, dtype=np.float32))
+    with pytest.raises(tilemm.DTypeError, match="same_kind"):
+        tilemm.matmul(a, b, dtype=np.int32, **route)
+    # axes=: the core axes anywhere, the result's too, out= through them.
+    spec = [(2, 1), (-2, -1), (-1, -2)]
+    got = tilemm.matmul(np.transpose(a, (0, 2, 1)), b, axes=spec, **route)
+    want = np.matmul(np.transpose(a, (0, 2, 1)), b, axes=spec)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    out = np.zeros(want.shape)
+    assert tilemm.matmul(np.transpose(a, (0, 2, 1)), b, out=out, axes=spec, **route) is not None
+    np.testing.assert_array_equal(out, want)
+    # A vector operand has one core axis, and so has the result.
+    x = np.transpose(a, (1, 0, 2))  # (3, 2, 4)
+    v = rng.integers(-4, 5, 4).astype(np.float64)
+    spec = [(0, 2), (0,), (0,)]
+    got = tilemm.matmul(x, v, axes=spec, **route)
+    want = np.matmul(x, v, axes=spec)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(tilemm.ArgumentError, match="axes"):
+        tilemm.matmul(a, b, axes=[(0, 1), (0, 1)], **route)
+    with pytest.raises(tilemm.ArgumentError, match="axes"):
+        tilemm.matmul(a, b, axes=[(0, 7), (0, 1), (0, 1)], **route)
+
+
 def test_out_is_written_in_place_non_contiguous_included(route):
     rng = np.random.default_rng(13)
     a, b = integers((10, 12), np.float32, rng), integers((12, 9), np.float32, rng)

@@ -346,7 +346,43 @@ def _exact_integer_product(a, b, result_dtype, kernel, device):
     return total.astype(result_dtype)
 
 
-def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
+def _with_axes(a, b, out, axes, call):
+    """numpy's ``axes=``: the core axes of A, B and the result, moved to the end for `call`
+    (which computes with them last) and the result's moved back (a view of ``out`` where it
+    was given, so that it is written in place)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if not isinstance(axes, (list, tuple)) or len(axes) != 3:
+        raise ArgumentError(
+            f"axes must be a list of three tuples (A's, B's and the result's core axes), not "
+            f"{axes!r}"
+        )
+    cores = [min(a.ndim, 2), min(b.ndim, 2)]
+    cores.append(cores[0] + cores[1] - 2)
+    picked = []
+    for name, ax, core in zip(("A", "B", "the result"), axes, cores):
+        ax = (ax,) if isinstance(ax, (int, np.integer)) else tuple(ax)
+        if len(ax) != core or not all(isinstance(i, (int, np.integer)) for i in ax):
+            raise ArgumentError(
+                f"axes: {name} has {core} core axis(es), so its entry must be {core} integer(s), "
+                f"not {ax!r}"
+            )
+        picked.append(ax)
+    last = lambda n: tuple(range(-n, 0))  # noqa: E731
+    try:
+        a = np.moveaxis(a, picked[0], last(cores[0]))
+        b = np.moveaxis(b, picked[1], last(cores[1]))
+        if out is not None:
+            out = np.moveaxis(out, picked[2], last(cores[2]))
+    except ValueError as e:  # numpy's AxisError included
+        raise ArgumentError(f"axes: {e}") from None
+    result = call(a, b, out)
+    if cores[2] == 0 or not isinstance(result, np.ndarray):
+        return result
+    return np.moveaxis(result, last(cores[2]), picked[2])
+
+
+def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, dtype=None,
+           axes=None):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
     ``out = alpha * a @ b + beta * out``.
 
@@ -359,7 +395,9 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     needs it. ``kernel`` is ``"auto"`` (the tuner's verified choice) or a rung such as
     ``"tiled"`` or ``"warptile:bm=64"``; ``device`` is ``None`` (the device the environment
     variable ``TILEMM_DEVICE`` names, else the fastest route), a backend name (``"cpu"``,
-    ``"wgpu"``, ``"cuda:1"``) or a :class:`Device`. The GIL is released while the device works.
+    ``"wgpu"``, ``"cuda:1"``) or a :class:`Device`. ``dtype`` and ``axes`` are numpy's: the
+    inputs cast to ``dtype`` (``same_kind``) and the product computed in it; the core axes of
+    A, B and the result. The GIL is released while the device works.
     """
     if isinstance(out, tuple):
         # As numpy's ufuncs: out=(array,) names the one output.
@@ -380,6 +418,27 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None):
     for operand, x in enumerate((a, b)):
         if x.ndim == 0:
             raise _signature_error(operand, 0)
+    if axes is not None:
+        return _with_axes(
+            a, b, out, axes,
+            lambda a, b, out: matmul(
+                a, b, out, alpha=alpha, beta=beta, kernel=kernel, device=device, dtype=dtype
+            ),
+        )
+    if dtype is not None:
+        # numpy's dtype=: the inputs cast to it (same_kind), the product computed and returned
+        # in it.
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError as e:
+            raise DTypeError(f"dtype: {e}") from None
+        for i, x in enumerate((a, b)):
+            if not np.can_cast(x.dtype, dtype, "same_kind"):
+                raise DTypeError(
+                    f"Cannot cast ufunc 'matmul' input {i} from {x.dtype!r} to {dtype!r} with "
+                    "casting rule 'same_kind'"
+                )
+        a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     alpha = _scalar("alpha", alpha)
     beta = _scalar("beta", beta)
     if not isinstance(kernel, str):

@@ -40,6 +40,8 @@ def matmul(
     beta: float = 0.0,
     kernel: str = "auto",
     device: DeviceLike = None,
+    dtype: npt.DTypeLike | None = None,
+    axes: list[tuple[int, ...]] | None = None,
 ) -> np.ndarray: ...
 
 class register:
