@@ -134,15 +134,6 @@ impl Op {
             _ => None,
         }
     }
-
-    /// The character the log and a forwarded call use.
-    pub fn char(self) -> u8 {
-        match self {
-            Op::N => b'N',
-            Op::T => b'T',
-            Op::C => b'C',
-        }
-    }
 }
 
 /// The BLAS's integer: 4 bytes, or 8 in the 64-bit-integer library (`libtilemm_blas64.so`,

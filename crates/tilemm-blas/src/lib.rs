@@ -152,10 +152,11 @@ macro_rules! fortran_gemm {
     };
 }
 
-/// Defines the CBLAS entry point for one element type: the reference CBLAS's checks and
-/// conversion ([`call::from_cblas`]), then the Fortran one's.
+/// Defines the CBLAS entry point for one element type as the reference CBLAS declares it (real
+/// types: α and β by value, the matrices typed; complex ones: all by `void` pointers), with its
+/// checks and conversion ([`call::from_cblas`]), then the Fortran one's.
 macro_rules! cblas_gemm {
-    ($(#[$doc:meta])* $name:ident, $t:ty) => {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $scalar:ty, $matrix:ty, $matrix_mut:ty) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -169,15 +170,17 @@ macro_rules! cblas_gemm {
             m: BlasInt,
             n: BlasInt,
             k: BlasInt,
-            alpha: $t,
-            a: *const $t,
+            alpha: $scalar,
+            a: $matrix,
             lda: BlasInt,
-            b: *const $t,
+            b: $matrix,
             ldb: BlasInt,
-            beta: $t,
-            c: *mut $t,
+            beta: $scalar,
+            c: $matrix_mut,
             ldc: BlasInt,
         ) {
+            let (alpha, beta) = (<$t>::from_arg(alpha), <$t>::from_arg(beta));
+            let (a, b, c) = (a.cast::<$t>(), b.cast::<$t>(), c.cast::<$t>());
             let converted = call::from_cblas(
                 layout, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
             );
@@ -186,52 +189,25 @@ macro_rules! cblas_gemm {
     };
 }
 
-/// Defines the complex CBLAS entry point for one element type: α, β and the matrices by
-/// `void` pointers, as the reference CBLAS declares them.
-macro_rules! cblas_complex_gemm {
-    ($(#[$doc:meta])* $name:ident, $t:ty) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// The CBLAS contract: valid pointers for the shapes and leading dimensions given.
-        #[no_mangle]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "C-unwind" fn $name(
-            layout: c_int,
-            trans_a: c_int,
-            trans_b: c_int,
-            m: BlasInt,
-            n: BlasInt,
-            k: BlasInt,
-            alpha: *const c_void,
-            a: *const c_void,
-            lda: BlasInt,
-            b: *const c_void,
-            ldb: BlasInt,
-            beta: *const c_void,
-            c: *mut c_void,
-            ldc: BlasInt,
-        ) {
-            let (alpha, beta) = (*alpha.cast::<$t>(), *beta.cast::<$t>());
-            let converted = call::from_cblas(
-                layout,
-                trans_a,
-                trans_b,
-                m,
-                n,
-                k,
-                alpha,
-                a.cast::<$t>(),
-                lda,
-                b.cast::<$t>(),
-                ldb,
-                beta,
-                c.cast::<$t>(),
-                ldc,
-            );
-            cblas(layout, converted);
-        }
-    };
+/// A CBLAS scalar argument: a real one by value, a complex one through a pointer.
+trait FromArg<A> {
+    /// The value.
+    ///
+    /// # Safety
+    /// A pointer must point at a value of the type.
+    unsafe fn from_arg(arg: A) -> Self;
+}
+
+impl<T: Scalar> FromArg<T> for T {
+    unsafe fn from_arg(arg: T) -> T {
+        arg
+    }
+}
+
+impl<T: Scalar> FromArg<*const c_void> for T {
+    unsafe fn from_arg(arg: *const c_void) -> T {
+        *arg.cast::<T>()
+    }
 }
 
 /// A converted CBLAS call, entered, or its refusal reported through `cblas_xerbla`.
@@ -281,12 +257,18 @@ fortran_gemm!(
 cblas_gemm!(
     /// `cblas_sgemm`: row- or column-major.
     cblas_sgemm,
-    f32
+    f32,
+    f32,
+    *const f32,
+    *mut f32
 );
 cblas_gemm!(
     /// `cblas_dgemm`, as [`cblas_sgemm`] in f64.
     cblas_dgemm,
-    f64
+    f64,
+    f64,
+    *const f64,
+    *mut f64
 );
 fortran_gemm!(
     /// Fortran CGEMM: complex64, op `C` the conjugate transpose.
@@ -298,13 +280,19 @@ fortran_gemm!(
     zgemm_,
     Complex<f64>
 );
-cblas_complex_gemm!(
+cblas_gemm!(
     /// `cblas_cgemm`: row- or column-major, `CblasConjTrans` the conjugate transpose.
     cblas_cgemm,
-    Complex<f32>
+    Complex<f32>,
+    *const c_void,
+    *const c_void,
+    *mut c_void
 );
-cblas_complex_gemm!(
+cblas_gemm!(
     /// `cblas_zgemm`, as [`cblas_cgemm`] in complex128.
     cblas_zgemm,
-    Complex<f64>
+    Complex<f64>,
+    *const c_void,
+    *const c_void,
+    *mut c_void
 );

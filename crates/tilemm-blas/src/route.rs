@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 use tilemm::dispatch::router::{Explored, Router};
 use tilemm::dispatch::{self, BlasRoute, DeviceSpec};
-use tilemm::{Backend, GpuSession};
+use tilemm::host::fenv::FloatEnvironment;
+use tilemm::{Backend, GemmRun, GpuSession};
 
 use crate::call::{Call, Op, Scalar, Work};
 use crate::symbols;
@@ -101,7 +102,7 @@ fn gpu() -> Result<&'static GpuSession, &'static str> {
     static GPU: OnceLock<Result<&'static GpuSession, String>> = OnceLock::new();
     let opened = GPU.get_or_init(|| {
         // Opening a driver raises floating-point flags of its own (lavapipe's LLVM does).
-        let _flags = FloatEnvironment::saved();
+        let _flags = FloatEnvironment::held();
         let session = match dispatch::Settings::global().device {
             DeviceSpec::Auto if settings().mode == BlasRoute::Auto => dispatch::route::auto_gpu(),
             device => dispatch::sessions::session_for(device),
@@ -300,16 +301,16 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
                 routes::<T>().router.ran(i);
             }
             let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
-            if let Some(kernel) = &computed.kernel {
-                let _ = write!(line, " kernel={kernel}");
+            if let Some(plan) = computed.as_ref().and_then(|r| r.plan.as_ref()) {
+                let _ = write!(line, " kernel={plan}");
             }
-            if computed.timed > 0 {
-                let plural = if computed.timed == 1 { "" } else { "s" };
+            let timed = computed.as_ref().and_then(|r| r.tuning.as_ref());
+            if let Some(timed) = timed.map(|t| t.timed.len()).filter(|&n| n > 0) {
+                let plural = if timed == 1 { "" } else { "s" };
                 let _ = write!(
                     line,
-                    " (tuning: {} candidate{plural} timed in {:.3} ms)",
-                    computed.timed,
-                    ms(computed.tuning)
+                    " (tuning: {timed} candidate{plural} timed in {:.3} ms)",
+                    ms(tuning(&computed))
                 );
             }
         }
@@ -349,7 +350,7 @@ unsafe fn time_on_copy<T: Scalar>(route: Route, call: &Call<T>) -> Result<Durati
     };
     let start = Instant::now();
     let computed = compute(route, &scratch)?;
-    Ok(start.elapsed().saturating_sub(computed.tuning))
+    Ok(start.elapsed().saturating_sub(tuning(&computed)))
 }
 
 /// The log's line for a route timed on a copy of C.
@@ -383,44 +384,28 @@ fn ms(time: Duration) -> f64 {
     time.as_secs_f64() * 1e3
 }
 
-/// How a route computed a call.
-struct Computed {
-    /// Time spent tuning the GPU's kernel, not computing the product.
-    tuning: Duration,
-    /// On the GPU, the kernel.
-    kernel: Option<String>,
-    /// How many candidate kernels the tuner timed in this call.
-    timed: usize,
-}
-
-/// Computes `call` on `route`, or says why it could not (C is then untouched).
-unsafe fn compute<T: Scalar>(route: Route, call: &Call<T>) -> Result<Computed, String> {
-    let plain = Computed {
-        tuning: Duration::ZERO,
-        kernel: None,
-        timed: 0,
-    };
+/// Computes `call` on `route`: tilemm's run where tilemm computed it, or why it could not (C
+/// is then untouched).
+unsafe fn compute<T: Scalar>(route: Route, call: &Call<T>) -> Result<Option<GemmRun>, String> {
     match route {
-        Route::Blas => match symbols::next::<T>() {
-            Some(next) => {
-                next.gemm(call);
-                Ok(plain)
-            }
-            None => Err("there is no BLAS underneath".into()),
-        },
-        Route::Cpu => {
-            on_tilemm(tilemm::Gemm::new().device(Backend::Cpu, None), call).map(|_| plain)
+        Route::Blas => {
+            let next = symbols::next::<T>().ok_or("there is no BLAS underneath")?;
+            next.gemm(call);
+            Ok(None)
         }
+        Route::Cpu => on_tilemm(tilemm::Gemm::new().device(Backend::Cpu, None), call).map(Some),
         Route::Gpu => {
             let gpu = gpu().map_err(|why| format!("no GPU: {why}"))?;
-            let run = on_tilemm(tilemm::Gemm::new().on(gpu), call)?;
-            Ok(Computed {
-                tuning: run.tuning.as_ref().map_or(Duration::ZERO, |t| t.time),
-                kernel: run.plan.map(|p| p.to_string()),
-                timed: run.tuning.as_ref().map_or(0, |t| t.timed.len()),
-            })
+            on_tilemm(tilemm::Gemm::new().on(gpu), call).map(Some)
         }
     }
+}
+
+/// The time a run spent tuning its kernel, not computing the product.
+fn tuning(run: &Option<GemmRun>) -> Duration {
+    run.as_ref()
+        .and_then(|r| r.tuning.as_ref())
+        .map_or(Duration::ZERO, |t| t.time)
 }
 
 /// `call` through tilemm's front door: A, B and C as strided views of the caller's memory.
@@ -436,7 +421,7 @@ unsafe fn on_tilemm<T: Scalar>(
     // The host's floating-point flags as they were: tilemm's own work on this thread (the
     // tuner's checks compare against NaN) must not show up as, say, numpy's "invalid value
     // encountered in matmul".
-    let _flags = FloatEnvironment::saved();
+    let _flags = FloatEnvironment::held();
     // A panic inside (a driver's) must not unwind into the host program; C is written only
     // at the end, so a failure leaves it as it was.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -449,34 +434,6 @@ unsafe fn on_tilemm<T: Scalar>(
     }))
     .map_err(|payload| format!("panicked: {}", tilemm::panic_message(&*payload)))?
     .map_err(|e| tilemm::one_line(&e.to_string()))
-}
-
-/// The thread's floating-point environment (exception flags, traps, rounding), held in
-/// non-stop mode and restored when dropped.
-struct FloatEnvironment(Box<[u64; 8]>);
-
-extern "C" {
-    // C99 <fenv.h>, in glibc's libm; `fenv_t` is 32 bytes on x86-64, and 64 are given.
-    fn feholdexcept(env: *mut [u64; 8]) -> std::os::raw::c_int;
-    fn fesetenv(env: *const [u64; 8]) -> std::os::raw::c_int;
-}
-
-impl FloatEnvironment {
-    fn saved() -> Self {
-        let mut env = Box::new([0u64; 8]);
-        // Saved, then no flags and no traps: a host that traps FE_INVALID (gfortran's
-        // -ffpe-trap) must not be stopped by tilemm's own comparisons with NaN.
-        // SAFETY: a buffer larger than fenv_t, suitably aligned.
-        unsafe { feholdexcept(&mut *env) };
-        FloatEnvironment(env)
-    }
-}
-
-impl Drop for FloatEnvironment {
-    fn drop(&mut self) {
-        // SAFETY: an environment fegetenv filled.
-        unsafe { fesetenv(&*self.0) };
-    }
 }
 
 /// op(X) (`rows`×`cols`) over column-major X with leading dimension `ld`.

@@ -9,42 +9,23 @@ use std::sync::OnceLock;
 
 use crate::call::{Call, Scalar};
 
-/// The Fortran GEMM's signature: every argument by reference, the two hidden lengths of the
-/// character arguments last.
-pub type FortranGemm<T> = unsafe extern "C" fn(
+/// The Fortran GEMM's signature, integers of type `I` (`c_int`; `i64` in a 64-bit-integer BLAS
+/// such as Debian's libblas64, which keeps the usual names): every argument by reference, the
+/// two hidden lengths of the character arguments last.
+pub type FortranGemm<T, I = c_int> = unsafe extern "C" fn(
     *const c_char,
     *const c_char,
-    *const c_int,
-    *const c_int,
-    *const c_int,
+    *const I,
+    *const I,
+    *const I,
     *const T,
     *const T,
-    *const c_int,
+    *const I,
     *const T,
-    *const c_int,
+    *const I,
     *const T,
     *mut T,
-    *const c_int,
-    usize,
-    usize,
-);
-
-/// The Fortran GEMM of a 64-bit-integer BLAS (Debian's libblas64, OpenBLAS's 64-bit build),
-/// which keeps the usual names: its integers are 8 bytes.
-type FortranGemm64<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const i64,
-    *const i64,
-    *const i64,
-    *const T,
-    *const T,
-    *const i64,
-    *const T,
-    *const i64,
-    *const T,
-    *mut T,
-    *const i64,
+    *const I,
     usize,
     usize,
 );
@@ -64,51 +45,38 @@ impl<T: Scalar> Next<T> {
     /// # Safety
     /// `call`'s pointers must be valid for its shape, as for any BLAS.
     pub unsafe fn gemm(&self, call: &Call<T>) {
-        let [ta, tb] = call.trans.map(|c| c as c_char);
         if self.ilp64 {
             // SAFETY: the same symbol, whose integers are 64 bits wide.
-            let gemm = std::mem::transmute::<FortranGemm<T>, FortranGemm64<T>>(self.gemm);
-            let [m, n, k, lda, ldb, ldc] = [call.m, call.n, call.k, call.lda, call.ldb, call.ldc];
-            gemm(
-                &ta,
-                &tb,
-                &m,
-                &n,
-                &k,
-                &call.alpha,
-                call.a,
-                &lda,
-                call.b,
-                &ldb,
-                &call.beta,
-                call.c,
-                &ldc,
-                1,
-                1,
-            );
-            return;
+            let gemm = std::mem::transmute::<FortranGemm<T>, FortranGemm<T, i64>>(self.gemm);
+            call_with(gemm, call, |v| v);
+        } else {
+            // A call checked in a 32-bit library holds 32-bit values.
+            call_with(self.gemm, call, |v| v as c_int);
         }
-        // A call checked in a 32-bit library holds 32-bit values.
-        let [m, n, k, lda, ldb, ldc] =
-            [call.m, call.n, call.k, call.lda, call.ldb, call.ldc].map(|v| v as c_int);
-        (self.gemm)(
-            &ta,
-            &tb,
-            &m,
-            &n,
-            &k,
-            &call.alpha,
-            call.a,
-            &lda,
-            call.b,
-            &ldb,
-            &call.beta,
-            call.c,
-            &ldc,
-            1,
-            1,
-        );
     }
+}
+
+/// `call` through `gemm`, its integers as `int` makes them.
+unsafe fn call_with<T, I>(gemm: FortranGemm<T, I>, call: &Call<T>, int: impl Fn(i64) -> I) {
+    let [ta, tb] = call.trans.map(|c| c as c_char);
+    let [m, n, k, lda, ldb, ldc] = [call.m, call.n, call.k, call.lda, call.ldb, call.ldc].map(int);
+    gemm(
+        &ta,
+        &tb,
+        &m,
+        &n,
+        &k,
+        &call.alpha,
+        call.a,
+        &lda,
+        call.b,
+        &ldb,
+        &call.beta,
+        call.c,
+        &ldc,
+        1,
+        1,
+    );
 }
 
 fn lookup(handle: *mut c_void, name: &str) -> Option<*mut c_void> {

@@ -7,6 +7,7 @@
 //! takes the tightest one into account before it allocates anything large.
 
 pub mod cpu;
+pub mod fenv;
 
 use std::fmt;
 use std::path::Path;
