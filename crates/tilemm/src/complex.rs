@@ -158,37 +158,36 @@ impl ComplexGemm<'_> {
         let [sa, sb] = self.conj.map(|conj| if conj { -1.0 } else { 1.0 });
         let (alpha, beta) = (self.alpha, self.beta);
         let (a, b) = (a.split_complex(), b.split_complex());
-        let mut runs = Vec::with_capacity(4);
         if alpha == Complex::new(0.0, 0.0) {
             // C = β·C, A and B unread (the shapes checked all the same).
             check_shapes(a.re.dim(), b.re.dim(), c.dim())?;
             scale(c, beta);
             return Ok(empty_run(start));
         }
-        if alpha.im == 0.0 && beta.im == 0.0 {
-            // Real scalars: the four products write C's parts in place.
-            let c = c.split_complex();
-            let (mut re, mut im) = (c.re, c.im);
-            let gemm = |alpha: f64, beta: f64| self.real.alpha(alpha).beta(beta);
-            let (ar, br) = (alpha.re, beta.re);
-            for (scale_by, beta, x, y, part) in [
-                (ar, br, &a.re, &b.re, 0),
-                (-ar * sa * sb, 1.0, &a.im, &b.im, 0),
-                (ar * sb, br, &a.re, &b.im, 1),
-                (ar * sa, 1.0, &a.im, &b.re, 1),
+        // The four real products into `re` and `im`, scaled by the real `scale` and adding to
+        // them with the real `add` (β).
+        let four = |mut re: ArrayViewMut3<T>, mut im: ArrayViewMut3<T>, scale: f64, add: f64| {
+            let mut runs = Vec::with_capacity(4);
+            for (by, beta, x, y, imaginary) in [
+                (scale, add, &a.re, &b.re, false),
+                (-scale * sa * sb, 1.0, &a.im, &b.im, false),
+                (scale * sb, add, &a.re, &b.im, true),
+                (scale * sa, 1.0, &a.im, &b.re, true),
             ] {
-                let out = if part == 0 {
-                    re.view_mut()
-                } else {
+                let out = if imaginary {
                     im.view_mut()
+                } else {
+                    re.view_mut()
                 };
-                runs.push(gemm(scale_by, beta).write_batched_until(
-                    x.view(),
-                    y.view(),
-                    out,
-                    stop,
-                )?);
+                let gemm = self.real.alpha(by).beta(beta);
+                runs.push(gemm.write_batched_until(x.view(), y.view(), out, stop)?);
             }
+            Ok::<_, crate::Error>(runs)
+        };
+        let mut runs = if alpha.im == 0.0 && beta.im == 0.0 {
+            // Real scalars: the products write C's parts in place.
+            let c = c.split_complex();
+            four(c.re, c.im, alpha.re, beta.re)?
         } else {
             // A complex scalar: P = op(A)·op(B) in scratch, then C = α·P + β·C.
             let dim = c.dim();
@@ -199,25 +198,7 @@ impl ComplexGemm<'_> {
             };
             let mut p_re = scratch("the real part of op(A)·op(B)")?;
             let mut p_im = scratch("the imaginary part of op(A)·op(B)")?;
-            let gemm = |alpha: f64, beta: f64| self.real.alpha(alpha).beta(beta);
-            for (scale_by, beta, x, y, part) in [
-                (1.0, 0.0, &a.re, &b.re, 0),
-                (-sa * sb, 1.0, &a.im, &b.im, 0),
-                (sb, 0.0, &a.re, &b.im, 1),
-                (sa, 1.0, &a.im, &b.re, 1),
-            ] {
-                let out = if part == 0 {
-                    p_re.view_mut()
-                } else {
-                    p_im.view_mut()
-                };
-                runs.push(gemm(scale_by, beta).write_batched_until(
-                    x.view(),
-                    y.view(),
-                    out,
-                    stop,
-                )?);
-            }
+            let runs = four(p_re.view_mut(), p_im.view_mut(), 1.0, 0.0)?;
             let read_c = beta != Complex::new(0.0, 0.0);
             Zip::from(c)
                 .and(&p_re)
@@ -230,7 +211,8 @@ impl ComplexGemm<'_> {
                     }
                     *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
                 });
-        }
+            runs
+        };
         let mut first = runs.swap_remove(0);
         let kernels: Option<std::time::Duration> = std::iter::once(first.kernel)
             .chain(runs.iter().map(|r| r.kernel))

@@ -39,20 +39,26 @@ pub fn stays_home(gpu: &GpuSession, problem: &Problem) -> Result<Option<String>>
 /// why there is none. Emulations are recognised before they are opened: an open lavapipe keeps
 /// threads that slow the CPU path by a tenth.
 pub fn auto_gpu() -> Result<Opened> {
-    let found: Vec<_> = Backend::GPU
-        .into_iter()
-        .filter(|b| b.is_built())
-        .flat_map(|b| list_devices(b).into_iter().map(move |d| (b, d)))
-        .collect();
-    let emulated = |(_, d): &(Backend, DeviceInfo)| d.kind == DeviceKind::Cpu;
-    if !found.is_empty() && found.iter().all(emulated) {
-        let (backend, device) = &found[0];
-        return Ok(Err(format!(
+    // Looked for once per process: listing adapters costs milliseconds, and every call of the
+    // default route asks.
+    static EMULATED_ONLY: OnceLock<Option<String>> = OnceLock::new();
+    let emulated_only = EMULATED_ONLY.get_or_init(|| {
+        let found: Vec<_> = Backend::GPU
+            .into_iter()
+            .filter(|b| b.is_built())
+            .flat_map(|b| list_devices(b).into_iter().map(move |d| (b, d)))
+            .collect();
+        let emulated = |(_, d): &(Backend, DeviceInfo)| d.kind == DeviceKind::Cpu;
+        let (backend, device) = found.first().filter(|_| found.iter().all(emulated))?;
+        Some(format!(
             "the only GPU adapter, {}, is a CPU emulation, slower than the CPU path (name its \
              backend to use it: {}={backend})",
             device.name,
             super::DEVICE_VARIABLE
-        )));
+        ))
+    });
+    if let Some(why) = emulated_only {
+        return Ok(Err(why.clone()));
     }
     match sessions::session(None, None)? {
         Ok(gpu) if gpu.info().kind == DeviceKind::Cpu => Ok(Err(format!(
