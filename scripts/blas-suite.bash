@@ -17,7 +17,7 @@ run() {
   local dir="$work/$name"
   mkdir -p "$dir"
   local BLAS_TESTS="${programs:-$BLAS_TESTS}"
-  local p
+  local p start=$SECONDS
   for p in s d c z; do
     # The Fortran programs write their report to ${p}blat3.out in the working directory.
     (cd "$dir" && env "$@" LD_PRELOAD="$lib" TILEMM_BLAS="$mode" TILEMM_BLAS_LOG="$dir/calls.log" \
@@ -49,7 +49,7 @@ run() {
   done
   local products
   products=$(grep -cE 'route=(gpu|cpu|blas) ' "$dir/calls.log" || true)
-  echo "test-blas: $name (TILEMM_BLAS=$mode $*): the eight programs ran;" \
+  echo "test-blas: $name (TILEMM_BLAS=$mode $*): the eight programs ran in $((SECONDS - start)) s;" \
     "$products products: $(grep -oE 'route=(gpu|cpu|blas)( failed)?' "$dir/calls.log" \
     | sort | uniq -c | tr -s ' \n' ' ')" >&2
   [ "$products" -gt 0 ] || fail "$name: no product was logged"

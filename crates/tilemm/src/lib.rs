@@ -46,6 +46,7 @@ mod error;
 pub mod host;
 pub mod io;
 pub mod kernels;
+pub mod level3;
 pub mod plan;
 pub mod problem;
 pub mod runtime;

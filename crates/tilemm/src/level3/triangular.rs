@@ -1,0 +1,195 @@
+//! Triangular products and solves (`trmm`, `trsm`), blocked by rows of B so that the work
+//! off the diagonal blocks is GEMMs. A right-side call is the left-side one on transposes:
+//! B·op(A) = (op(A)ᵀ·Bᵀ)ᵀ.
+
+use ndarray::{s, ArrayViewMut2, Axis};
+
+use super::{scratch, split, Level3, Multiply, Operand, Scalar, Side, Triangular, Uplo};
+use crate::error::Result;
+
+/// trsm's largest block: its diagonal blocks are solved on the host, at block·m·n/2
+/// multiply-adds in all.
+const SOLVE_BLOCK: usize = 128;
+
+impl<'a, T: Scalar> Triangular<'a, T> {
+    /// The transpose: op(A)ᵀ, its triangle the other one.
+    fn transposed(self) -> Triangular<'a, T> {
+        Triangular {
+            a: self.a.t(),
+            uplo: self.uplo.flip(),
+            unit: self.unit,
+        }
+    }
+}
+
+impl<M> Level3<M> {
+    /// B = α·op(A)·B (`Side::Left`) or α·B·op(A) (`Side::Right`), op(A) the triangular
+    /// matrix `t`. α = 0 writes zeros, reading neither.
+    pub fn trmm<T: Scalar>(
+        &mut self,
+        side: Side,
+        t: Triangular<T>,
+        alpha: T,
+        b: ArrayViewMut2<T>,
+    ) -> Result<()>
+    where
+        M: Multiply<T>,
+    {
+        match side {
+            Side::Left => self.trmm_left(t, alpha, b),
+            Side::Right => self.trmm_left(t.transposed(), alpha, b.reversed_axes()),
+        }
+    }
+
+    /// Solves op(A)·X = α·B (`Side::Left`) or X·op(A) = α·B (`Side::Right`) for X, written
+    /// over B, op(A) the triangular matrix `t`. α = 0 writes zeros, reading neither. A zero
+    /// on a non-unit diagonal gives infinities or NaN, as in the reference.
+    pub fn trsm<T: Scalar>(
+        &mut self,
+        side: Side,
+        t: Triangular<T>,
+        alpha: T,
+        b: ArrayViewMut2<T>,
+    ) -> Result<()>
+    where
+        M: Multiply<T>,
+    {
+        match side {
+            Side::Left => self.trsm_left(t, alpha, b),
+            Side::Right => self.trsm_left(t.transposed(), alpha, b.reversed_axes()),
+        }
+    }
+
+    /// B = α·T·B. Per block of rows, T's dense diagonal block and the rest of its rows (the
+    /// triangle's side) times B into scratch; an upper T's blocks go top to bottom, a lower
+    /// one's bottom to top, so each reads only rows of B not yet written.
+    fn trmm_left<T: Scalar>(
+        &mut self,
+        t: Triangular<T>,
+        alpha: T,
+        mut b: ArrayViewMut2<T>,
+    ) -> Result<()>
+    where
+        M: Multiply<T>,
+    {
+        let (m, n) = b.dim();
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        if alpha == T::zero() {
+            b.fill(T::zero());
+            return Ok(());
+        }
+        let mut blocks = self.blocks(m);
+        if t.uplo == Uplo::Lower {
+            blocks.reverse();
+        }
+        for rows in blocks {
+            let diagonal = t.dense(rows.clone())?;
+            let mut s = scratch(rows.len(), n, "rows of a triangular product")?;
+            self.multiply.multiply(
+                alpha,
+                Operand::new(diagonal.view()),
+                Operand::new(b.slice(s![rows.clone(), ..])),
+                T::zero(),
+                s.view_mut(),
+            )?;
+            let rest = match t.uplo {
+                Uplo::Upper => rows.end..m,
+                Uplo::Lower => 0..rows.start,
+            };
+            if !rest.is_empty() {
+                self.multiply.multiply(
+                    alpha,
+                    t.a.block(rows.clone(), rest.clone()),
+                    Operand::new(b.slice(s![rest, ..])),
+                    T::one(),
+                    s.view_mut(),
+                )?;
+            }
+            b.slice_mut(s![rows, ..]).assign(&s);
+        }
+        Ok(())
+    }
+
+    /// T·X = α·B, blocked substitution: an upper T's blocks from the bottom up, a lower one's
+    /// from the top down; each block's rows become α·B − T(block, solved)·X(solved) by one
+    /// GEMM, then are solved against the diagonal block on the host.
+    fn trsm_left<T: Scalar>(
+        &mut self,
+        t: Triangular<T>,
+        alpha: T,
+        mut b: ArrayViewMut2<T>,
+    ) -> Result<()>
+    where
+        M: Multiply<T>,
+    {
+        let (m, n) = b.dim();
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        if alpha == T::zero() {
+            b.fill(T::zero());
+            return Ok(());
+        }
+        // At least two blocks where there are two rows, so that part of the work is a GEMM.
+        let size = self.block.unwrap_or(m.div_ceil(2).min(SOLVE_BLOCK));
+        let mut blocks = split(m, size);
+        if t.uplo == Uplo::Upper {
+            blocks.reverse();
+        }
+        for rows in blocks {
+            // The rows solved already, and the block's right side, as two views of B.
+            let (done, at) = match t.uplo {
+                Uplo::Upper => (rows.end..m, rows.end),
+                Uplo::Lower => (0..rows.start, rows.start),
+            };
+            let (head, tail) = b.view_mut().split_at(Axis(0), at);
+            let (solved, mut rhs) = match t.uplo {
+                Uplo::Upper => (tail, head.slice_move(s![rows.start.., ..])),
+                Uplo::Lower => (head, tail.slice_move(s![..rows.len(), ..])),
+            };
+            if done.is_empty() {
+                if alpha != T::one() {
+                    rhs.map_inplace(|x| *x *= alpha);
+                }
+            } else {
+                self.multiply.multiply(
+                    -T::one(),
+                    t.a.block(rows.clone(), done),
+                    Operand::new(solved.view()),
+                    alpha,
+                    rhs.view_mut(),
+                )?;
+            }
+            substitute(&t, rows.start, rhs);
+        }
+        Ok(())
+    }
+}
+
+/// Solves D·X = R in place of R, D the diagonal block of `t` from row and column `start`
+/// (as large as R's rows).
+fn substitute<T: Scalar>(t: &Triangular<T>, start: usize, mut r: ArrayViewMut2<T>) {
+    let len = r.nrows();
+    let mut order: Vec<usize> = (0..len).collect();
+    if t.uplo == Uplo::Upper {
+        order.reverse();
+    }
+    for mut column in r.columns_mut() {
+        for &i in &order {
+            let mut x = column[i];
+            let known = match t.uplo {
+                Uplo::Upper => i + 1..len,
+                Uplo::Lower => 0..i,
+            };
+            for l in known {
+                x -= t.at(start + i, start + l) * column[l];
+            }
+            if !t.unit {
+                x /= t.at(start + i, start + i);
+            }
+            column[i] = x;
+        }
+    }
+}
