@@ -44,3 +44,17 @@ lapack_reduced() {
     echo "xeigtst$l $dir/${l}gv"
   done
 }
+
+# lapack_routes LOG: the preload's log as counts of "ENTRY route=ROUTE" (ENTRY the symbol, ROUTE
+# gpu, cpu, blas or none, "failed" after it where the route failed).
+lapack_routes() {
+  awk '{ r = ""; for (i = 2; i <= NF; i++) if ($i ~ /^route=/) { r = $i; if ($(i + 1) == "failed") r = r "-failed"; break }
+         if (r != "") n[$1 " " r]++ }
+       END { for (k in n) print n[k], k }' "$1"
+}
+
+# lapack_total ROUTES: the counts of lapack_routes added up, one line per (entry, route).
+lapack_total() {
+  [ -f "$1" ] || return 0
+  awk '{ n[$2 " " $3] += $1 } END { for (k in n) print n[k], k }' "$1" | sort -k2
+}

@@ -1,117 +1,158 @@
-//! One GEMM call as the Fortran interface describes it (column-major, C = α·op(A)·op(B) + β·C),
-//! its argument check with the reference BLAS's parameter numbers, and the CBLAS call turned
-//! into it as the reference CBLAS does (row-major: the transposed product, A and B swapped).
+//! One Level-3 call as the Fortran interface describes it (column-major), its argument check
+//! with the reference BLAS's parameter numbers, and the CBLAS call turned into it as the
+//! reference CBLAS does (row-major: the same routine on the transposes).
 
 use std::os::raw::c_int;
 
-use ndarray::{ArrayView2, ArrayViewMut2};
 pub use tilemm::complex::{Complex, ComplexPart};
 
-/// An element type the library exports GEMM for: f32 and f64 (`sgemm`, `dgemm`), complex64
-/// and complex128 (`cgemm`, `zgemm`).
-pub trait Scalar: Copy + PartialEq + std::ops::Mul<Output = Self> + Send + Sync + 'static {
-    /// Zero and one, for the reference's special cases.
-    const ZERO: Self;
-    /// One.
-    const ONE: Self;
-    /// The routine's name as the reference passes it to `xerbla_` (six characters).
-    const XERBLA_NAME: &'static str;
-    /// The Fortran symbol (`sgemm_`).
-    const FORTRAN: &'static str;
-    /// The CBLAS symbol (`cblas_sgemm`).
-    const CBLAS: &'static str;
-    /// The precision computed, as the routing model keys it.
+/// An element type the library exports Level 3 for: f32 and f64 (`sgemm` … `strsm`), complex64
+/// and complex128 (`cgemm` … `ztrsm`, with `hemm`, `herk` and `her2k`).
+pub trait Scalar: tilemm::level3::Scalar {
+    /// The routines' first letter: `s`, `d`, `c` or `z`.
+    const LETTER: u8;
+    /// Whether the type is complex.
+    const COMPLEX: bool;
+    /// The precision computed, as the routing model keys GEMM (other routines add their name).
     const PRECISION: &'static str;
     /// tilemm's type of its parts (the type itself for a real one).
     type Part: ComplexPart;
     /// What this process found for the type, once: the BLAS underneath, the routes.
     fn found() -> &'static crate::Found<Self>;
-    /// The value as a complex f64, exactly.
-    fn widen(self) -> Complex<f64>;
     /// `z` rounded to this type (a real type drops the imaginary part, zero where it is used).
     fn narrow(z: Complex<f64>) -> Self;
-    /// C = α·op(A)·op(B) + β·C by `gemm` on views of the caller's memory (`conj`: which
-    /// operand enters conjugated; a real type has no conjugate).
-    fn write(
-        gemm: tilemm::Gemm<'_>,
-        views: (ArrayView2<Self>, ArrayView2<Self>, ArrayViewMut2<Self>),
-        scalars: (Self, Self),
-        conj: [bool; 2],
-    ) -> tilemm::Result<tilemm::GemmRun>;
 }
 
-macro_rules! real {
-    ($t:ty, $xerbla:literal, $fortran:literal, $cblas:literal, $precision:literal) => {
+macro_rules! scalar {
+    ($t:ty, $part:ty, $letter:literal, $complex:literal, $precision:literal) => {
         impl Scalar for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            const XERBLA_NAME: &'static str = $xerbla;
-            const FORTRAN: &'static str = $fortran;
-            const CBLAS: &'static str = $cblas;
+            const LETTER: u8 = $letter;
+            const COMPLEX: bool = $complex;
             const PRECISION: &'static str = $precision;
-            type Part = $t;
+            type Part = $part;
             fn found() -> &'static crate::Found<Self> {
                 static FOUND: crate::Found<$t> = crate::Found::new();
                 &FOUND
             }
-            fn widen(self) -> Complex<f64> {
-                Complex::new(self.into(), 0.0)
-            }
             fn narrow(z: Complex<f64>) -> Self {
-                z.re as $t
-            }
-            fn write(
-                gemm: tilemm::Gemm<'_>,
-                (a, b, c): (ArrayView2<Self>, ArrayView2<Self>, ArrayViewMut2<Self>),
-                (alpha, beta): (Self, Self),
-                _conj: [bool; 2],
-            ) -> tilemm::Result<tilemm::GemmRun> {
-                gemm.alpha(alpha.into()).beta(beta.into()).write(a, b, c)
+                <$t as Narrow>::from_c128(z)
             }
         }
     };
 }
 
-macro_rules! complex {
-    ($part:ty, $xerbla:literal, $fortran:literal, $cblas:literal, $precision:literal) => {
-        impl Scalar for Complex<$part> {
-            const ZERO: Self = Complex::new(0.0, 0.0);
-            const ONE: Self = Complex::new(1.0, 0.0);
-            const XERBLA_NAME: &'static str = $xerbla;
-            const FORTRAN: &'static str = $fortran;
-            const CBLAS: &'static str = $cblas;
-            const PRECISION: &'static str = $precision;
-            type Part = $part;
-            fn found() -> &'static crate::Found<Self> {
-                static FOUND: crate::Found<Complex<$part>> = crate::Found::new();
-                &FOUND
-            }
-            fn widen(self) -> Complex<f64> {
-                Complex::new(self.re.into(), self.im.into())
-            }
-            fn narrow(z: Complex<f64>) -> Self {
-                Complex::new(z.re as $part, z.im as $part)
-            }
-            fn write(
-                gemm: tilemm::Gemm<'_>,
-                (a, b, c): (ArrayView2<Self>, ArrayView2<Self>, ArrayViewMut2<Self>),
-                (alpha, beta): (Self, Self),
-                conj: [bool; 2],
-            ) -> tilemm::Result<tilemm::GemmRun> {
-                gemm.complex()
-                    .conjugate(conj[0], conj[1])
-                    .alpha(alpha.widen())
-                    .beta(beta.widen())
-                    .write(a, b, c)
-            }
-        }
-    };
+/// Rounding from complex128, per type.
+trait Narrow {
+    fn from_c128(z: Complex<f64>) -> Self;
+}
+impl Narrow for f32 {
+    fn from_c128(z: Complex<f64>) -> Self {
+        z.re as f32
+    }
+}
+impl Narrow for f64 {
+    fn from_c128(z: Complex<f64>) -> Self {
+        z.re
+    }
+}
+impl Narrow for Complex<f32> {
+    fn from_c128(z: Complex<f64>) -> Self {
+        Complex::new(z.re as f32, z.im as f32)
+    }
+}
+impl Narrow for Complex<f64> {
+    fn from_c128(z: Complex<f64>) -> Self {
+        z
+    }
 }
 
-real!(f32, "SGEMM ", "sgemm_", "cblas_sgemm", "f32");
-real!(f64, "DGEMM ", "dgemm_", "cblas_dgemm", "f64");
-complex!(f32, "CGEMM ", "cgemm_", "cblas_cgemm", "c64");
-complex!(f64, "ZGEMM ", "zgemm_", "cblas_zgemm", "c128");
+scalar!(f32, f32, b's', false, "f32");
+scalar!(f64, f64, b'd', false, "f64");
+scalar!(Complex<f32>, f32, b'c', true, "c64");
+scalar!(Complex<f64>, f64, b'z', true, "c128");
+
+/// The Level-3 routines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Routine {
+    /// C = α·op(A)·op(B) + β·C.
+    Gemm,
+    /// C = α·A·B + β·C (or α·B·A + β·C), A symmetric.
+    Symm,
+    /// As `Symm`, A Hermitian.
+    Hemm,
+    /// C = α·op(A)·op(A)ᵀ + β·C on a triangle.
+    Syrk,
+    /// C = α·op(A)·op(A)ᴴ + β·C on a triangle, α and β real.
+    Herk,
+    /// C = α·op(A)·op(B)ᵀ + α·op(B)·op(A)ᵀ + β·C on a triangle.
+    Syr2k,
+    /// C = α·op(A)·op(B)ᴴ + ᾱ·op(B)·op(A)ᴴ + β·C on a triangle, β real.
+    Her2k,
+    /// B = α·op(A)·B (or α·B·op(A)), A triangular.
+    Trmm,
+    /// Solves op(A)·X = α·B (or X·op(A) = α·B) for X over B, A triangular.
+    Trsm,
+}
+
+impl Routine {
+    /// Every routine, in the order of [`Routine::index`].
+    pub const ALL: [Routine; 9] = [
+        Routine::Gemm,
+        Routine::Symm,
+        Routine::Hemm,
+        Routine::Syrk,
+        Routine::Herk,
+        Routine::Syr2k,
+        Routine::Her2k,
+        Routine::Trmm,
+        Routine::Trsm,
+    ];
+
+    /// The name without its type letter: `gemm`, `syr2k`.
+    pub fn name(self) -> &'static str {
+        [
+            "gemm", "symm", "hemm", "syrk", "herk", "syr2k", "her2k", "trmm", "trsm",
+        ][self.index()]
+    }
+
+    /// Its place in [`Routine::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The name as the reference passes it to `xerbla_`: `DSYRK `, six characters.
+    pub fn xerbla_name(self, letter: u8) -> String {
+        let name = format!("{}{}", letter as char, self.name()).to_ascii_uppercase();
+        format!("{name:<6}")
+    }
+
+    /// Whether the routine's matrix is Hermitian (`hemm`, `herk`, `her2k`).
+    pub fn hermitian(self) -> bool {
+        matches!(self, Routine::Hemm | Routine::Herk | Routine::Her2k)
+    }
+
+    /// The kinds of its character arguments, in order (the CBLAS enumerations').
+    fn kinds(self) -> &'static [Kind] {
+        use Kind::*;
+        match self {
+            Routine::Gemm => &[TransA, TransB],
+            Routine::Symm | Routine::Hemm => &[Side, Uplo],
+            Routine::Trmm | Routine::Trsm => &[Side, Uplo, Trans, Diag],
+            _ => &[Uplo, Trans],
+        }
+    }
+}
+
+/// What a character argument says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    TransA,
+    TransB,
+    Trans,
+    Side,
+    Uplo,
+    Diag,
+}
 
 /// op(X): X, its transpose, or its conjugate transpose (the transpose for reals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,17 +185,22 @@ pub type BlasInt = c_int;
 #[cfg(feature = "ilp64")]
 pub type BlasInt = i64;
 
-/// A Fortran-interface GEMM call (integers held in 64 bits, whatever the caller's width): C (m×n, leading dimension ldc) = α·op(A)·op(B) + β·C, with
-/// op(A) m×k and op(B) k×n, all column-major.
+/// A Fortran-interface Level-3 call (integers held in 64 bits, whatever the caller's width),
+/// column-major. The matrix written is always `c`, m×n with leading dimension `ldc`: C for
+/// GEMM, SYMM and the updates (n×n there, `m` = `n`), B for TRMM and TRSM.
 #[derive(Clone, Copy, Debug)]
 pub struct Call<T> {
-    /// The characters as given (checked by [`Call::check`]).
-    pub trans: [u8; 2],
-    /// M, N, K as given.
+    /// Which routine.
+    pub routine: Routine,
+    /// The character arguments as given, in the routine's order (checked by
+    /// [`Call::check`]): GEMM's TRANSA and TRANSB; SYMM's SIDE and UPLO; the updates' UPLO and
+    /// TRANS; TRMM's and TRSM's SIDE, UPLO, TRANSA and DIAG. Unused ones are `N`.
+    pub chars: [u8; 4],
+    /// M as given (N for the updates).
     pub m: i64,
     /// N.
     pub n: i64,
-    /// K.
+    /// K as given (GEMM and the updates; 0 for the others).
     pub k: i64,
     /// α.
     pub alpha: T,
@@ -162,89 +208,266 @@ pub struct Call<T> {
     pub a: *const T,
     /// lda.
     pub lda: i64,
-    /// B.
+    /// B (GEMM, SYMM, rank 2k; null for the others).
     pub b: *const T,
     /// ldb.
     pub ldb: i64,
-    /// β.
+    /// β (zero where the routine has none).
     pub beta: T,
-    /// C.
+    /// The matrix written.
     pub c: *mut T,
-    /// ldc.
+    /// Its leading dimension.
     pub ldc: i64,
 }
 
 /// What a checked call asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Work {
-    /// Nothing: M or N is 0, or (α = 0 or K = 0) and β = 1.
+    /// Nothing: an empty result, or (α = 0 or K = 0) and β = 1.
     None,
-    /// C = β·C only (α = 0 or K = 0), which the reference computes without reading A and B.
+    /// Scaling only (α = 0, or K = 0 in GEMM and the updates), which the reference computes
+    /// without reading A or B.
     Scale,
     /// The product.
     Product,
 }
 
 impl<T: Scalar> Call<T> {
-    /// op(A) and op(B).
-    pub fn ops(&self) -> [Op; 2] {
-        self.trans.map(|c| Op::from_char(c).unwrap_or(Op::N))
+    /// An empty call of `routine` (every field set by the entry point).
+    pub fn new(routine: Routine) -> Self {
+        Call {
+            routine,
+            chars: [b'N'; 4],
+            m: 0,
+            n: 0,
+            k: 0,
+            alpha: T::zero(),
+            a: std::ptr::null(),
+            lda: 0,
+            b: std::ptr::null(),
+            ldb: 0,
+            beta: T::zero(),
+            c: std::ptr::null_mut(),
+            ldc: 0,
+        }
+    }
+
+    /// Character argument `i`, upper case.
+    pub fn char(&self, i: usize) -> u8 {
+        self.chars[i].to_ascii_uppercase()
+    }
+
+    /// The character arguments the routine has, as given.
+    pub fn given_chars(&self) -> &[u8] {
+        &self.chars[..self.routine.kinds().len()]
     }
 
     /// The reference's argument check, in its order: `Err(n)` names the first parameter that
-    /// is wrong by its number (TRANSA 1, TRANSB 2, M 3, N 4, K 5, LDA 8, LDB 10, LDC 13).
+    /// is wrong by its number (GEMM: TRANSA 1, TRANSB 2, M 3, N 4, K 5, LDA 8, LDB 10, LDC
+    /// 13; the others as their reference routines number them).
     pub fn check(&self) -> Result<Work, c_int> {
-        let [ta, tb] = self.trans.map(Op::from_char);
-        let (Some(ta), Some(tb)) = (ta, tb) else {
-            return Err(if ta.is_none() { 1 } else { 2 });
+        let (m, n, k) = (self.m, self.n, self.k);
+        let is = |i: usize, set: &[u8]| set.contains(&self.char(i));
+        let max1 = |x: i64| x.max(1);
+        // The transposes a routine takes: the complex syrk and syr2k have no conjugate, herk
+        // and her2k no plain transpose.
+        let trans: &[u8] = match self.routine {
+            Routine::Syrk | Routine::Syr2k if T::COMPLEX => b"NT",
+            Routine::Herk | Routine::Her2k => b"NC",
+            _ => b"NTC",
         };
-        let rows_a = if ta == Op::N { self.m } else { self.k };
-        let rows_b = if tb == Op::N { self.k } else { self.n };
-        let wrong = [
-            (self.m < 0, 3),
-            (self.n < 0, 4),
-            (self.k < 0, 5),
-            (self.lda < rows_a.max(1), 8),
-            (self.ldb < rows_b.max(1), 10),
-            (self.ldc < self.m.max(1), 13),
-        ];
+        let (wrong, empty, no_product) = match self.routine {
+            Routine::Gemm => {
+                let rows_a = if self.char(0) == b'N' { m } else { k };
+                let rows_b = if self.char(1) == b'N' { k } else { n };
+                (
+                    vec![
+                        (!is(0, trans), 1),
+                        (!is(1, trans), 2),
+                        (m < 0, 3),
+                        (n < 0, 4),
+                        (k < 0, 5),
+                        (self.lda < max1(rows_a), 8),
+                        (self.ldb < max1(rows_b), 10),
+                        (self.ldc < max1(m), 13),
+                    ],
+                    m == 0 || n == 0,
+                    self.alpha == T::zero() || k == 0,
+                )
+            }
+            Routine::Symm | Routine::Hemm => {
+                let rows_a = if self.char(0) == b'L' { m } else { n };
+                (
+                    vec![
+                        (!is(0, b"LR"), 1),
+                        (!is(1, b"UL"), 2),
+                        (m < 0, 3),
+                        (n < 0, 4),
+                        (self.lda < max1(rows_a), 7),
+                        (self.ldb < max1(m), 9),
+                        (self.ldc < max1(m), 12),
+                    ],
+                    m == 0 || n == 0,
+                    self.alpha == T::zero(),
+                )
+            }
+            Routine::Syrk | Routine::Herk | Routine::Syr2k | Routine::Her2k => {
+                let rows_a = if self.char(1) == b'N' { n } else { k };
+                let two = matches!(self.routine, Routine::Syr2k | Routine::Her2k);
+                (
+                    vec![
+                        (!is(0, b"UL"), 1),
+                        (!is(1, trans), 2),
+                        (n < 0, 3),
+                        (k < 0, 4),
+                        (self.lda < max1(rows_a), 7),
+                        (two && self.ldb < max1(rows_a), 9),
+                        (self.ldc < max1(n), if two { 12 } else { 10 }),
+                    ],
+                    n == 0,
+                    self.alpha == T::zero() || k == 0,
+                )
+            }
+            Routine::Trmm | Routine::Trsm => {
+                let rows_a = if self.char(0) == b'L' { m } else { n };
+                (
+                    vec![
+                        (!is(0, b"LR"), 1),
+                        (!is(1, b"UL"), 2),
+                        (!is(2, b"NTC"), 3),
+                        (!is(3, b"UN"), 4),
+                        (m < 0, 5),
+                        (n < 0, 6),
+                        (self.lda < max1(rows_a), 9),
+                        (self.ldc < max1(m), 11),
+                    ],
+                    m == 0 || n == 0,
+                    self.alpha == T::zero(),
+                )
+            }
+        };
         if let Some(&(_, number)) = wrong.iter().find(|(bad, _)| *bad) {
             return Err(number);
         }
-        let no_product = self.alpha == T::ZERO || self.k == 0;
-        Ok(
-            if self.m == 0 || self.n == 0 || (no_product && self.beta == T::ONE) {
-                Work::None
-            } else if no_product {
-                Work::Scale
-            } else {
-                Work::Product
-            },
-        )
-    }
-
-    /// C = β·C, as the reference does it: β = 0 writes zeros without reading C (a NaN there
-    /// does not survive).
-    ///
-    /// # Safety
-    /// C must hold the m×n block the call describes, with leading dimension ldc.
-    pub unsafe fn scale(&self) {
-        for j in 0..self.n as usize {
-            let column = self.c.add(j * self.ldc as usize);
-            for i in 0..self.m as usize {
-                let x = column.add(i);
-                *x = if self.beta == T::ZERO {
-                    T::ZERO
-                } else {
-                    self.beta * *x
-                };
-            }
-        }
+        // TRMM and TRSM have no β: α = 0 writes zeros.
+        let keeps_c =
+            !matches!(self.routine, Routine::Trmm | Routine::Trsm) && self.beta == T::one();
+        Ok(if empty || (no_product && keeps_c) {
+            Work::None
+        } else if no_product {
+            Work::Scale
+        } else {
+            Work::Product
+        })
     }
 
     /// The number of multiply-adds, as a float (the model's measure of size).
     pub fn fmas(&self) -> f64 {
-        self.m as f64 * self.n as f64 * self.k as f64
+        let [m, n, k] = [self.m, self.n, self.k].map(|x| x as f64);
+        let left = self.char(0) == b'L';
+        match self.routine {
+            Routine::Gemm => m * n * k,
+            Routine::Symm | Routine::Hemm => m * n * if left { m } else { n },
+            Routine::Syrk | Routine::Herk => n * (n + 1.0) / 2.0 * k,
+            Routine::Syr2k | Routine::Her2k => n * (n + 1.0) * k,
+            Routine::Trmm | Routine::Trsm => {
+                if left {
+                    m * (m + 1.0) / 2.0 * n
+                } else {
+                    n * (n + 1.0) / 2.0 * m
+                }
+            }
+        }
+    }
+
+    /// A CBLAS call, held in this call with its enumeration arguments (`enums`, in the
+    /// routine's order) still to read, as the reference CBLAS makes it a Fortran call:
+    /// column-major as it is; row-major as the column-major call on the transposes (sides and
+    /// triangles swapped, M and N, GEMM's A and B; the updates' transposes turned, her2k's α
+    /// conjugated). Returns the call and whether it was row-major.
+    pub fn from_cblas(
+        mut self,
+        layout: c_int,
+        enums: &[c_int],
+    ) -> Result<(Call<T>, bool), CblasRefusal> {
+        let row_major = match layout {
+            cblas::COL_MAJOR => false,
+            cblas::ROW_MAJOR => true,
+            other => return Err(CblasRefusal::new(1, "layout", other)),
+        };
+        for (i, (&kind, &value)) in self.routine.kinds().iter().zip(enums).enumerate() {
+            use cblas::*;
+            let char = match (kind, value) {
+                (Kind::TransA | Kind::TransB | Kind::Trans, NO_TRANS) => b'N',
+                (Kind::TransA | Kind::TransB | Kind::Trans, TRANS) => b'T',
+                (Kind::TransA | Kind::TransB | Kind::Trans, CONJ_TRANS) => b'C',
+                (Kind::Side, LEFT) => b'L',
+                (Kind::Side, RIGHT) => b'R',
+                (Kind::Uplo, UPPER) => b'U',
+                (Kind::Uplo, LOWER) => b'L',
+                (Kind::Diag, UNIT) => b'U',
+                (Kind::Diag, NON_UNIT) => b'N',
+                _ => {
+                    // The reference's row-major GEMM reports a wrong TransB as parameter 2
+                    // (its quirk, which programs that catch the error see).
+                    let number = if kind == Kind::TransB && row_major {
+                        2
+                    } else {
+                        i + 2
+                    };
+                    return Err(CblasRefusal::new(number as c_int, kind.name(), value));
+                }
+            };
+            self.chars[i] = char;
+        }
+        if !row_major {
+            return Ok((self, false));
+        }
+        let flip = |c: u8, x: u8, y: u8| if c == x { y } else { x };
+        let mut call = self;
+        match self.routine {
+            Routine::Gemm => {
+                call.chars = [self.chars[1], self.chars[0], b'N', b'N'];
+                (call.m, call.n) = (self.n, self.m);
+                (call.a, call.lda, call.b, call.ldb) = (self.b, self.ldb, self.a, self.lda);
+            }
+            Routine::Symm | Routine::Hemm | Routine::Trmm | Routine::Trsm => {
+                call.chars[0] = flip(self.chars[0], b'L', b'R');
+                call.chars[1] = flip(self.chars[1], b'U', b'L');
+                (call.m, call.n) = (self.n, self.m);
+            }
+            _ => {
+                call.chars[0] = flip(self.chars[0], b'U', b'L');
+                let hermitian = self.routine.hermitian();
+                call.chars[1] = match (self.chars[1], hermitian, T::COMPLEX) {
+                    (b'N', false, _) => b'T',
+                    (b'T', false, _) | (b'C', false, false) => b'N',
+                    (b'N', true, _) => b'C',
+                    (b'C', true, _) => b'N',
+                    (_, _, _) => {
+                        return Err(CblasRefusal::new(3, "Trans", enums[1]));
+                    }
+                };
+                if self.routine == Routine::Her2k {
+                    call.alpha = self.alpha.conj();
+                }
+            }
+        }
+        Ok((call, true))
+    }
+}
+
+impl Kind {
+    /// Its name in the reference CBLAS's messages.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::TransA => "TransA",
+            Kind::TransB => "TransB",
+            Kind::Trans => "Trans",
+            Kind::Side => "Side",
+            Kind::Uplo => "Uplo",
+            Kind::Diag => "Diag",
+        }
     }
 }
 
@@ -261,95 +484,36 @@ pub mod cblas {
     pub const TRANS: c_int = 112;
     /// `CblasConjTrans`.
     pub const CONJ_TRANS: c_int = 113;
+    /// `CblasUpper`.
+    pub const UPPER: c_int = 121;
+    /// `CblasLower`.
+    pub const LOWER: c_int = 122;
+    /// `CblasNonUnit`.
+    pub const NON_UNIT: c_int = 131;
+    /// `CblasUnit`.
+    pub const UNIT: c_int = 132;
+    /// `CblasLeft`.
+    pub const LEFT: c_int = 141;
+    /// `CblasRight`.
+    pub const RIGHT: c_int = 142;
 }
 
 /// Why a CBLAS call was refused before it became a Fortran call: the parameter number the
 /// reference CBLAS passes to `cblas_xerbla`, and its message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CblasRefusal {
-    /// 1 (layout), 2 (TransA) or 3 (TransB; 2 in a row-major call, as the reference CBLAS
-    /// 3.11 numbers it).
+    /// 1 (layout), then the enumeration arguments from 2, as the reference CBLAS 3.11
+    /// numbers them.
     pub number: c_int,
     /// "Illegal TransA setting, 7", say.
     pub message: String,
 }
 
-/// A CBLAS call as the reference CBLAS turns it into a Fortran call: column-major as it is;
-/// row-major as the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, that is M and N, A and B swapped. Returns
-/// the call and whether it was row-major.
-#[allow(clippy::too_many_arguments)]
-// BlasInt is i64 itself in the 64-bit-integer build.
-#[allow(clippy::useless_conversion)]
-pub fn from_cblas<T: Scalar>(
-    layout: c_int,
-    trans_a: c_int,
-    trans_b: c_int,
-    m: BlasInt,
-    n: BlasInt,
-    k: BlasInt,
-    alpha: T,
-    a: *const T,
-    lda: BlasInt,
-    b: *const T,
-    ldb: BlasInt,
-    beta: T,
-    c: *mut T,
-    ldc: BlasInt,
-) -> Result<(Call<T>, bool), CblasRefusal> {
-    let row_major = match layout {
-        cblas::COL_MAJOR => false,
-        cblas::ROW_MAJOR => true,
-        other => {
-            return Err(CblasRefusal {
-                number: 1,
-                message: format!("Illegal layout setting, {other}"),
-            })
-        }
-    };
-    let char_of = |t: c_int, number: c_int, name: &str| match t {
-        cblas::NO_TRANS => Ok(b'N'),
-        cblas::TRANS => Ok(b'T'),
-        cblas::CONJ_TRANS => Ok(b'C'),
-        other => Err(CblasRefusal {
+impl CblasRefusal {
+    fn new(number: c_int, what: &str, value: c_int) -> Self {
+        CblasRefusal {
             number,
-            message: format!("Illegal {name} setting, {other}"),
-        }),
-    };
-    let ta = char_of(trans_a, 2, "TransA")?;
-    // The reference's row-major branch reports a wrong TransB as parameter 2 (its quirk,
-    // which programs that catch the error see).
-    let tb = char_of(trans_b, if row_major { 2 } else { 3 }, "TransB")?;
-    let [m, n, k, lda, ldb, ldc] = [m, n, k, lda, ldb, ldc].map(i64::from);
-    let call = if row_major {
-        Call {
-            trans: [tb, ta],
-            m: n,
-            n: m,
-            k,
-            alpha,
-            a: b,
-            lda: ldb,
-            b: a,
-            ldb: lda,
-            beta,
-            c,
-            ldc,
+            message: format!("Illegal {what} setting, {value}"),
         }
-    } else {
-        Call {
-            trans: [ta, tb],
-            m,
-            n,
-            k,
-            alpha,
-            a,
-            lda,
-            b,
-            ldb,
-            beta,
-            c,
-            ldc,
-        }
-    };
-    Ok((call, row_major))
+    }
 }

@@ -12,9 +12,10 @@ use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 use tilemm::dispatch::router::{Explored, Router};
 use tilemm::dispatch::{self, BlasRoute, DeviceSpec};
 use tilemm::host::fenv::FloatEnvironment;
+use tilemm::level3::{Definition, Level3, Multiply, OnRoute, Operand, Side, Triangular, Uplo};
 use tilemm::{Backend, GemmRun, GpuSession};
 
-use crate::call::{Call, Op, Scalar, Work};
+use crate::call::{Call, Op, Routine, Scalar, Work};
 use crate::symbols;
 
 /// The routes a call can take.
@@ -152,6 +153,9 @@ fn identity<T: Scalar>(route: Route) -> String {
 pub struct Routes {
     routes: Vec<Route>,
     router: Router,
+    /// Each routine's key in the model: GEMM's the precision (`f64`), the others' with their
+    /// name (`f64 trsm`).
+    keys: [&'static str; 9],
 }
 
 /// The routes `auto` chooses among for `T`, found once: the BLAS underneath (where there is
@@ -179,7 +183,16 @@ fn routes<T: Scalar>() -> &'static Routes {
         });
         // The GPU's launch and transfers cost most at small sizes: its speed is not steady.
         let router = Router::new(routes.iter().map(|&r| (identity::<T>(r), r != Route::Gpu)));
-        Routes { routes, router }
+        let keys = Routine::ALL.map(|routine| match routine {
+            Routine::Gemm => T::PRECISION,
+            // Kept for the process's life, as the routes are.
+            _ => String::leak(format!("{} {}", T::PRECISION, routine.name())),
+        });
+        Routes {
+            routes,
+            router,
+            keys,
+        }
     })
 }
 
@@ -199,11 +212,13 @@ impl Entry {
             None => "",
         };
         // As given: a refused call's may be any byte.
-        let [ta, tb] = call
-            .trans
-            .map(|c| if c.is_ascii_graphic() { c as char } else { '?' });
+        let chars: String = call
+            .given_chars()
+            .iter()
+            .map(|&c| if c.is_ascii_graphic() { c as char } else { '?' })
+            .collect();
         format!(
-            "{}{layout} {ta}{tb} m={} n={} k={}",
+            "{}{layout} {chars} m={} n={} k={}",
             self.symbol, call.m, call.n, call.k
         )
     }
@@ -238,7 +253,7 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
             return;
         }
         Work::Scale => {
-            call.scale();
+            scale(call);
             written.set(true);
             log(|| {
                 format!(
@@ -251,7 +266,6 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
         }
         Work::Product => {}
     }
-    let precision = T::PRECISION;
     // tilemm refuses a non-finite α or β (a Problem holds finite scalars); the reference BLAS
     // computes with them, so such a call is the BLAS underneath's (else the definition's).
     let finite = |z: tilemm::Complex<f64>| z.re.is_finite() && z.im.is_finite();
@@ -274,9 +288,10 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
         BlasRoute::Off => (Route::Blas, None),
         BlasRoute::Auto => {
             let found = routes::<T>();
-            let routed = found.router.route(precision, call.fmas(), |i| {
-                time_on_copy(found.routes[i], call)
-            });
+            let key = found.keys[call.routine.index()];
+            let routed = found
+                .router
+                .route(key, call.fmas(), |i| time_on_copy(found.routes[i], call));
             for explored in &routed.explored {
                 log(|| explored_line(entry, call, found.routes[explored.index], explored));
             }
@@ -301,11 +316,19 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
                 routes::<T>().router.ran(i);
             }
             let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
-            if let Some(plan) = computed.as_ref().and_then(|r| r.plan.as_ref()) {
+            let runs = computed.as_deref().unwrap_or_default();
+            if call.routine != Routine::Gemm && computed.is_some() {
+                let _ = write!(line, " gemms={}", runs.len());
+            }
+            if let Some(plan) = runs.first().and_then(|r| r.plan.as_ref()) {
                 let _ = write!(line, " kernel={plan}");
             }
-            let timed = computed.as_ref().and_then(|r| r.tuning.as_ref());
-            if let Some(timed) = timed.map(|t| t.timed.len()).filter(|&n| n > 0) {
+            let timed: usize = runs
+                .iter()
+                .filter_map(|r| r.tuning.as_ref())
+                .map(|t| t.timed.len())
+                .sum();
+            if timed > 0 {
                 let plural = if timed == 1 { "" } else { "s" };
                 let _ = write!(
                     line,
@@ -316,7 +339,9 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
         }
         Err(why) => {
             if let Some(i) = chosen {
-                routes::<T>().router.failed(i, precision, call.fmas());
+                let found = routes::<T>();
+                let key = found.keys[call.routine.index()];
+                found.router.failed(i, key, call.fmas());
             }
             let fallback = fallback(call);
             written.set(true);
@@ -338,14 +363,9 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
 unsafe fn time_on_copy<T: Scalar>(route: Route, call: &Call<T>) -> Result<Duration, String> {
-    // C's span: ldc·(n − 1) + m elements.
-    let len = (call.ldc.max(1) as usize) * (call.n.max(1) as usize - 1) + call.m.max(0) as usize;
-    let mut copy: Vec<T> = Vec::new();
-    copy.try_reserve_exact(len)
-        .map_err(|_| "no memory for a copy of C".to_string())?;
-    copy.extend_from_slice(std::slice::from_raw_parts(call.c, len));
+    let mut copy = Saved::of(call).ok_or("no memory for a copy of C")?;
     let scratch = Call {
-        c: copy.as_mut_ptr(),
+        c: copy.0.as_mut_ptr(),
         ..*call
     };
     let start = Instant::now();
@@ -384,13 +404,19 @@ fn ms(time: Duration) -> f64 {
     time.as_secs_f64() * 1e3
 }
 
-/// Computes `call` on `route`: tilemm's run where tilemm computed it, or why it could not (C
-/// is then untouched).
-unsafe fn compute<T: Scalar>(route: Route, call: &Call<T>) -> Result<Option<GemmRun>, String> {
+/// Computes `call` on `route`: tilemm's GEMM runs where tilemm computed it, or why it could
+/// not (C is then untouched, or, for a routine of several GEMMs, to be computed again by the
+/// fallback).
+unsafe fn compute<T: Scalar>(route: Route, call: &Call<T>) -> Result<Option<Vec<GemmRun>>, String> {
     match route {
         Route::Blas => {
             let next = symbols::next::<T>().ok_or("there is no BLAS underneath")?;
-            next.gemm(call);
+            if !next.run(call) {
+                return Err(format!(
+                    "the BLAS underneath has no {}",
+                    call.routine.name()
+                ));
+            }
             Ok(None)
         }
         Route::Cpu => on_tilemm(tilemm::Gemm::new().device(Backend::Cpu, None), call).map(Some),
@@ -401,59 +427,179 @@ unsafe fn compute<T: Scalar>(route: Route, call: &Call<T>) -> Result<Option<Gemm
     }
 }
 
-/// The time a run spent tuning its kernel, not computing the product.
-fn tuning(run: &Option<GemmRun>) -> Duration {
-    run.as_ref()
-        .and_then(|r| r.tuning.as_ref())
-        .map_or(Duration::ZERO, |t| t.time)
+/// The time runs spent tuning their kernels, not computing.
+fn tuning(runs: &Option<Vec<GemmRun>>) -> Duration {
+    runs.iter()
+        .flatten()
+        .filter_map(|r| r.tuning.as_ref())
+        .map(|t| t.time)
+        .sum()
 }
 
-/// `call` through tilemm's front door: A, B and C as strided views of the caller's memory.
+/// `call` through tilemm's GEMM on `gemm`'s route: its runs.
+///
+/// A routine of several GEMMs that fails part way has written part of C; its caller computes
+/// it again from a copy (see [`time_on_copy`]) or on the fallback, which for GEMM itself is
+/// exact since C is written only at the end. For the others, C is restored first.
 unsafe fn on_tilemm<T: Scalar>(
     gemm: tilemm::Gemm<'_>,
     call: &Call<T>,
-) -> Result<tilemm::GemmRun, String> {
-    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
-    let [ta, tb] = call.ops();
-    let a = operand(call.a, ta, (m, k), call.lda as usize);
-    let b = operand(call.b, tb, (k, n), call.ldb as usize);
-    let c = ArrayViewMut2::from_shape_ptr((m, n).strides((1, call.ldc as usize)), call.c);
+) -> Result<Vec<GemmRun>, String> {
     // The host's floating-point flags as they were: tilemm's own work on this thread (the
     // tuner's checks compare against NaN) must not show up as, say, numpy's "invalid value
     // encountered in matmul".
     let _flags = FloatEnvironment::held();
-    // A panic inside (a driver's) must not unwind into the host program; C is written only
-    // at the end, so a failure leaves it as it was.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        T::write(
-            gemm,
-            (a, b, c),
-            (call.alpha, call.beta),
-            [ta, tb].map(|op| op == Op::C),
-        )
-    }))
-    .map_err(|payload| format!("panicked: {}", tilemm::panic_message(&*payload)))?
-    .map_err(|e| tilemm::one_line(&e.to_string()))
+    let saved = if call.routine == Routine::Gemm {
+        None
+    } else {
+        Some(Saved::of(call).ok_or("no memory for a copy of C")?)
+    };
+    let mut on = OnRoute::new(gemm);
+    // A panic inside (a driver's) must not unwind into the host program.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(&mut on, call)))
+        .map_err(|payload| format!("panicked: {}", tilemm::panic_message(&*payload)))
+        .and_then(|r| r.map_err(|e| tilemm::one_line(&e.to_string())));
+    match result {
+        Ok(()) => Ok(on.runs),
+        Err(why) => {
+            if let Some(saved) = saved {
+                saved.restore(call);
+            }
+            Err(why)
+        }
+    }
 }
 
-/// op(X) (`rows`×`cols`) over column-major X with leading dimension `ld`.
-unsafe fn operand<'a, T>(
-    x: *const T,
-    op: Op,
-    (rows, cols): (usize, usize),
-    ld: usize,
-) -> ArrayView2<'a, T> {
-    match op {
-        Op::N => ArrayView2::from_shape_ptr((rows, cols).strides((1, ld)), x),
-        Op::T | Op::C => ArrayView2::from_shape_ptr((rows, cols).strides((ld, 1)), x),
+/// A copy of a call's output, to put back after a failure.
+struct Saved<T>(Vec<T>);
+
+impl<T: Scalar> Saved<T> {
+    /// C's span: ldc·(n − 1) + m elements (`None` without the memory).
+    unsafe fn of(call: &Call<T>) -> Option<Self> {
+        let len = span(call);
+        let mut copy: Vec<T> = Vec::new();
+        copy.try_reserve_exact(len).ok()?;
+        copy.extend_from_slice(std::slice::from_raw_parts(call.c, len));
+        Some(Saved(copy))
+    }
+
+    unsafe fn restore(&self, call: &Call<T>) {
+        std::ptr::copy_nonoverlapping(self.0.as_ptr(), call.c, self.0.len());
+    }
+}
+
+/// The elements C's storage spans: ldc·(n − 1) + m.
+fn span<T>(call: &Call<T>) -> usize {
+    if call.m <= 0 || call.n <= 0 {
+        return 0;
+    }
+    (call.ldc.max(1) as usize) * (call.n as usize - 1) + call.m as usize
+}
+
+/// `call` by `multiply`: its matrices as strided views of the caller's memory.
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS; `call` checked.
+pub unsafe fn execute<T: Scalar>(
+    multiply: &mut impl Multiply<T>,
+    call: &Call<T>,
+) -> tilemm::Result<()> {
+    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
+    let c = ArrayViewMut2::from_shape_ptr((m, n).strides((1, call.ldc as usize)), call.c);
+    let (alpha, beta) = (call.alpha, call.beta);
+    let side = if call.char(0) == b'L' {
+        Side::Left
+    } else {
+        Side::Right
+    };
+    let uplo = |i: usize| {
+        if call.char(i) == b'U' {
+            Uplo::Upper
+        } else {
+            Uplo::Lower
+        }
+    };
+    // op(X) (`rows`×`cols`) over column-major X (leading dimension `ld`) for character `i`.
+    let operand = |x: *const T, i: usize, (rows, cols): (usize, usize), ld: i64| {
+        let op = Op::from_char(call.chars[i]).unwrap_or(Op::N);
+        let stored = |shape: (usize, usize)| {
+            Operand::new(ArrayView2::from_shape_ptr(
+                shape.strides((1, ld as usize)),
+                x,
+            ))
+        };
+        match op {
+            Op::N => stored((rows, cols)),
+            Op::T => stored((cols, rows)).t(),
+            Op::C => stored((cols, rows)).h(),
+        }
+    };
+    let square = |x: *const T, order: usize, ld: i64| {
+        ArrayView2::from_shape_ptr((order, order).strides((1, ld as usize)), x)
+    };
+    let mut level3 = Level3::new(multiply);
+    let hermitian = call.routine.hermitian();
+    match call.routine {
+        Routine::Gemm => level3.multiply.multiply(
+            alpha,
+            operand(call.a, 0, (m, k), call.lda),
+            operand(call.b, 1, (k, n), call.ldb),
+            beta,
+            c,
+        ),
+        Routine::Symm | Routine::Hemm => {
+            let order = if side == Side::Left { m } else { n };
+            let b = ArrayView2::from_shape_ptr((m, n).strides((1, call.ldb as usize)), call.b);
+            level3.symm(
+                side,
+                uplo(1),
+                hermitian,
+                alpha,
+                square(call.a, order, call.lda),
+                b,
+                beta,
+                c,
+            )
+        }
+        Routine::Syrk | Routine::Herk => level3.rank_k(
+            uplo(0),
+            hermitian,
+            alpha,
+            operand(call.a, 1, (n, k), call.lda),
+            beta,
+            c,
+        ),
+        Routine::Syr2k | Routine::Her2k => level3.rank_2k(
+            uplo(0),
+            hermitian,
+            alpha,
+            operand(call.a, 1, (n, k), call.lda),
+            operand(call.b, 1, (n, k), call.ldb),
+            beta,
+            c,
+        ),
+        Routine::Trmm | Routine::Trsm => {
+            let order = if side == Side::Left { m } else { n };
+            // op(A)'s triangle: A's, or the other one for a transpose.
+            let transposed = call.char(2) != b'N';
+            let t = Triangular {
+                a: operand(call.a, 2, (order, order), call.lda),
+                uplo: if transposed { uplo(1).flip() } else { uplo(1) },
+                unit: call.char(3) == b'U',
+            };
+            if call.routine == Routine::Trmm {
+                level3.trmm(side, t, alpha, c)
+            } else {
+                level3.trsm(side, t, alpha, c)
+            }
+        }
     }
 }
 
 /// Computes `call` when its route failed: the BLAS underneath, else tilemm's CPU path, else
 /// the definition itself. Returns what computed it.
 unsafe fn fallback<T: Scalar>(call: &Call<T>) -> &'static str {
-    if let Some(next) = symbols::next::<T>() {
-        next.gemm(call);
+    if symbols::next::<T>().is_some_and(|next| next.run(call)) {
         return "blas";
     }
     if on_tilemm(tilemm::Gemm::new().device(Backend::Cpu, None), call).is_ok() {
@@ -463,40 +609,38 @@ unsafe fn fallback<T: Scalar>(call: &Call<T>) -> &'static str {
     "the definition (a loop)"
 }
 
-/// C = α·op(A)·op(B) + β·C by its definition, the last resort (it needs no memory).
+/// `call` by its definition, the last resort: loops, and for the routines other than GEMM
+/// a block of scratch at most.
 ///
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
 pub unsafe fn definition<T: Scalar>(call: &Call<T>) {
-    let [ta, tb] = call.ops();
-    // op(X)'s element (i, j) of column-major X, conjugated for `C`.
-    let element = |x: *const T, ld: i64, op: Op, i: usize, j: usize| {
-        let ld = ld as usize;
-        let z = match op {
-            Op::N => *x.add(i + j * ld),
-            Op::T | Op::C => *x.add(j + i * ld),
-        }
-        .widen();
-        if op == Op::C {
-            z.conj()
-        } else {
-            z
-        }
-    };
-    let (alpha, beta) = (call.alpha.widen(), call.beta.widen());
+    if let Err(e) = execute(&mut Definition, call) {
+        log(|| format!("tilemm-blas: the definition failed too ({e}): C is as it was"));
+    }
+}
+
+/// The scaling a checked call asks for when it computes no product ([`Work::Scale`]): C = β·C
+/// (GEMM and SYMM), on the triangle (the updates), or B = 0 (TRMM and TRSM), without reading A
+/// or B. β = 0 writes zeros without reading C (a NaN there does not survive).
+///
+/// # Safety
+/// `call`'s pointers must be valid for its shape, as for any BLAS.
+pub unsafe fn scale<T: Scalar>(call: &Call<T>) {
+    if call.routine != Routine::Gemm {
+        // The routines themselves scale without a product when α = 0 or K = 0.
+        definition(call);
+        return;
+    }
     for j in 0..call.n as usize {
+        let column = call.c.add(j * call.ldc as usize);
         for i in 0..call.m as usize {
-            let mut sum = tilemm::Complex::new(0.0, 0.0);
-            for l in 0..call.k as usize {
-                sum += element(call.a, call.lda, ta, i, l) * element(call.b, call.ldb, tb, l, j);
-            }
-            let x = call.c.add(i + j * call.ldc as usize);
-            let scaled = if call.beta == T::ZERO {
-                tilemm::Complex::new(0.0, 0.0)
+            let x = column.add(i);
+            *x = if call.beta == T::zero() {
+                T::zero()
             } else {
-                beta * (*x).widen()
+                call.beta * *x
             };
-            *x = T::narrow(alpha * sum + scaled);
         }
     }
 }
@@ -508,10 +652,12 @@ pub unsafe fn definition<T: Scalar>(call: &Call<T>) {
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
 pub unsafe fn forward<T: Scalar>(call: &Call<T>, work: Work) {
-    match (symbols::next::<T>(), work) {
-        (Some(next), _) => next.gemm(call),
-        (None, Work::None) => {}
-        (None, Work::Scale) => call.scale(),
-        (None, Work::Product) => definition(call),
+    if symbols::next::<T>().is_some_and(|next| next.run(call)) {
+        return;
+    }
+    match work {
+        Work::None => {}
+        Work::Scale => scale(call),
+        Work::Product => definition(call),
     }
 }

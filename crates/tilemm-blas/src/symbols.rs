@@ -1,5 +1,5 @@
-//! The symbols found at run time: the BLAS underneath (the next definition of `sgemm_`, after
-//! this library), and the error handlers and CBLAS globals the program or its BLAS defines.
+//! The symbols found at run time: the BLAS underneath (the next definitions of its routines,
+//! after this library), and the error handlers and CBLAS globals the program or its BLAS defines.
 //! This library defines no `xerbla_`: a test program's own must be the one called.
 
 use std::ffi::{c_void, CStr, CString};
@@ -7,76 +7,155 @@ use std::io::Write as _;
 use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 
-use crate::call::{Call, Scalar};
+use std::marker::PhantomData;
 
-/// The Fortran GEMM's signature, integers of type `I` (`c_int`; `i64` in a 64-bit-integer BLAS
-/// such as Debian's libblas64, which keeps the usual names): every argument by reference, the
-/// two hidden lengths of the character arguments last.
-pub type FortranGemm<T, I = c_int> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const I,
-    *const I,
-    *const I,
-    *const T,
-    *const T,
-    *const I,
-    *const T,
-    *const I,
-    *const T,
-    *mut T,
-    *const I,
-    usize,
-    usize,
-);
+use crate::call::{Call, Routine, Scalar};
 
-/// The BLAS underneath: its GEMM and the file it is in.
+/// The BLAS underneath: where its routines are looked up, and the file it is in.
 pub struct Next<T> {
-    gemm: FortranGemm<T>,
-    /// The shared object that defines it (the model keys its speeds by it).
+    /// `RTLD_NEXT`, or the handle of a `libblas.so.3` loaded outside the global scope.
+    handle: usize,
+    /// Each routine's address, looked up at its first call ([`Routine::index`]).
+    routines: [OnceLock<Option<usize>>; 9],
+    /// The shared object that defines its GEMM (the model keys its speeds by it).
     pub library: String,
     /// Whether it takes 64-bit integers (so does the program in front of it).
     pub ilp64: bool,
+    element: PhantomData<T>,
 }
 
 impl<T: Scalar> Next<T> {
-    /// Runs `call` on the BLAS underneath.
+    /// The address of `routine`'s Fortran symbol (`dsyrk_`) underneath, if any.
+    fn address(&self, routine: Routine) -> Option<*mut c_void> {
+        let found = self.routines[routine.index()].get_or_init(|| {
+            let name = format!("{}{}_", T::LETTER as char, routine.name());
+            lookup(self.handle as *mut c_void, &name)
+                .filter(|&a| library_of(a) != own_library())
+                .map(|a| a as usize)
+        });
+        found.map(|a| a as *mut c_void)
+    }
+
+    /// Runs `call` on the BLAS underneath; false where it has no such routine.
     ///
     /// # Safety
     /// `call`'s pointers must be valid for its shape, as for any BLAS.
-    pub unsafe fn gemm(&self, call: &Call<T>) {
+    pub unsafe fn run(&self, call: &Call<T>) -> bool {
+        let Some(address) = self.address(call.routine) else {
+            return false;
+        };
         if self.ilp64 {
-            // SAFETY: the same symbol, whose integers are 64 bits wide.
-            let gemm = std::mem::transmute::<FortranGemm<T>, FortranGemm<T, i64>>(self.gemm);
-            call_with(gemm, call, |v| v);
+            call_with(address, call, |v| v);
         } else {
             // A call checked in a 32-bit library holds 32-bit values.
-            call_with(self.gemm, call, |v| v as c_int);
+            call_with(address, call, |v| v as c_int);
         }
+        true
     }
 }
 
-/// `call` through `gemm`, its integers as `int` makes them.
-unsafe fn call_with<T, I>(gemm: FortranGemm<T, I>, call: &Call<T>, int: impl Fn(i64) -> I) {
-    let [ta, tb] = call.trans.map(|c| c as c_char);
+/// `call` through the Fortran routine at `address`, its integers as `int` makes them: every
+/// argument by reference, the hidden lengths of the character arguments last (herk's real α
+/// and β, her2k's β, are the real parts at the start of the complex values held).
+unsafe fn call_with<T, I>(address: *mut c_void, call: &Call<T>, int: impl Fn(i64) -> I) {
+    type P = *const c_void;
+    type Two = unsafe extern "C" fn(P, P, P, P, P, P, P, P, P, P, usize, usize);
+    type Symm = unsafe extern "C" fn(P, P, P, P, P, P, P, P, P, P, P, P, usize, usize);
+    type Gemm = unsafe extern "C" fn(P, P, P, P, P, P, P, P, P, P, P, P, P, usize, usize);
+    type Tri = unsafe extern "C" fn(P, P, P, P, P, P, P, P, P, P, P, usize, usize, usize, usize);
+    let chars = call.chars.map(|c| c as c_char);
+    let [ch0, ch1, ch2, ch3] = [0, 1, 2, 3].map(|i| (&chars[i] as *const c_char).cast::<c_void>());
     let [m, n, k, lda, ldb, ldc] = [call.m, call.n, call.k, call.lda, call.ldb, call.ldc].map(int);
-    gemm(
-        &ta,
-        &tb,
-        &m,
-        &n,
-        &k,
-        &call.alpha,
-        call.a,
-        &lda,
-        call.b,
-        &ldb,
-        &call.beta,
-        call.c,
-        &ldc,
-        1,
-        1,
+    let p = |x: &I| (x as *const I).cast::<c_void>();
+    let alpha = (&call.alpha as *const T).cast::<c_void>();
+    let beta = (&call.beta as *const T).cast::<c_void>();
+    let (a, b, c) = (
+        call.a.cast::<c_void>(),
+        call.b.cast::<c_void>(),
+        call.c.cast_const().cast::<c_void>(),
     );
+    match call.routine {
+        Routine::Gemm => std::mem::transmute::<*mut c_void, Gemm>(address)(
+            ch0,
+            ch1,
+            p(&m),
+            p(&n),
+            p(&k),
+            alpha,
+            a,
+            p(&lda),
+            b,
+            p(&ldb),
+            beta,
+            c,
+            p(&ldc),
+            1,
+            1,
+        ),
+        Routine::Symm | Routine::Hemm => std::mem::transmute::<*mut c_void, Symm>(address)(
+            ch0,
+            ch1,
+            p(&m),
+            p(&n),
+            alpha,
+            a,
+            p(&lda),
+            b,
+            p(&ldb),
+            beta,
+            c,
+            p(&ldc),
+            1,
+            1,
+        ),
+        Routine::Syrk | Routine::Herk => std::mem::transmute::<*mut c_void, Two>(address)(
+            ch0,
+            ch1,
+            p(&n),
+            p(&k),
+            alpha,
+            a,
+            p(&lda),
+            beta,
+            c,
+            p(&ldc),
+            1,
+            1,
+        ),
+        Routine::Syr2k | Routine::Her2k => std::mem::transmute::<*mut c_void, Symm>(address)(
+            ch0,
+            ch1,
+            p(&n),
+            p(&k),
+            alpha,
+            a,
+            p(&lda),
+            b,
+            p(&ldb),
+            beta,
+            c,
+            p(&ldc),
+            1,
+            1,
+        ),
+        Routine::Trmm | Routine::Trsm => std::mem::transmute::<*mut c_void, Tri>(address)(
+            ch0,
+            ch1,
+            ch2,
+            ch3,
+            p(&m),
+            p(&n),
+            alpha,
+            a,
+            p(&lda),
+            c,
+            p(&ldc),
+            1,
+            1,
+            1,
+            1,
+        ),
+    }
 }
 
 fn lookup(handle: *mut c_void, name: &str) -> Option<*mut c_void> {
@@ -102,33 +181,47 @@ fn library_of(address: *mut c_void) -> String {
     "an unnamed object".into()
 }
 
-/// The next `sgemm_` (`dgemm_`) after this library, once per process; else that of a
-/// `libblas.so.3` already loaded outside the global scope (Python loads numpy's extension, and
-/// with it its BLAS, that way). `None` when this library is the only BLAS.
+/// The BLAS after this library, found by its GEMM once per process: the next definition of
+/// `sgemm_` (`dgemm_` …), else that of a `libblas.so.3` already loaded outside the global scope
+/// (Python loads numpy's extension, and with it its BLAS, that way). `None` when this library is
+/// the only BLAS.
 pub fn next<T: Scalar>() -> Option<&'static Next<T>> {
     fn found<T: Scalar>() -> Option<Next<T>> {
-        let address = lookup(libc::RTLD_NEXT, T::FORTRAN).or_else(|| {
-            // SAFETY: RTLD_NOLOAD opens nothing new: a handle to the loaded library, if any.
-            let handle = unsafe {
-                libc::dlopen(
-                    c"libblas.so.3".as_ptr(),
-                    libc::RTLD_LAZY | libc::RTLD_NOLOAD,
-                )
-            };
-            if handle.is_null() {
-                return None;
+        let gemm = format!("{}gemm_", T::LETTER as char);
+        let (handle, address) = match lookup(libc::RTLD_NEXT, &gemm) {
+            Some(address) => (libc::RTLD_NEXT, address),
+            None => {
+                // SAFETY: RTLD_NOLOAD opens nothing new: a handle to the loaded library, if any.
+                let handle = unsafe {
+                    libc::dlopen(
+                        c"libblas.so.3".as_ptr(),
+                        libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+                    )
+                };
+                if handle.is_null() {
+                    return None;
+                }
+                // This library, if it was loaded under that name, is not a BLAS underneath.
+                let address = lookup(handle, &gemm).filter(|&a| library_of(a) != own_library())?;
+                (handle, address)
             }
-            // This library, if it was loaded under that name, is not a BLAS underneath.
-            lookup(handle, T::FORTRAN).filter(|&a| library_of(a) != own_library())
-        })?;
+        };
         let library = library_of(address);
         let name = library.rsplit('/').next().unwrap_or(&library);
+        let routines = std::array::from_fn(|i| {
+            let lock = OnceLock::new();
+            if i == Routine::Gemm.index() {
+                let _ = lock.set(Some(address as usize));
+            }
+            lock
+        });
         Some(Next {
-            // SAFETY: the symbol is a Fortran GEMM of this signature, by the BLAS's ABI.
-            gemm: unsafe { std::mem::transmute::<*mut c_void, FortranGemm<T>>(address) },
+            handle: handle as usize,
+            routines,
             // libtilemm_blas64.so is put in front of a 64-bit-integer BLAS only.
             ilp64: cfg!(feature = "ilp64") || name.contains("blas64") || name.contains("ilp64"),
             library,
+            element: PhantomData,
         })
     }
     T::found().next.get_or_init(found::<T>).as_ref()

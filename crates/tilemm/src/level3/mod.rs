@@ -58,6 +58,10 @@ pub trait Scalar:
     fn real(self) -> Self;
     /// The value as a complex f64, exactly.
     fn widen(self) -> Complex<f64>;
+    /// `self / d`, for a complex type by Smith's scaled division (the textbook formula's
+    /// |d|² overflows for entries past about 1e154, which LAPACK's scaled test matrices have;
+    /// Fortran's complex division scales too).
+    fn divide(self, d: Self) -> Self;
     /// C = α·a·b + β·C by `gemm`, each operand conjugated where it says so; β = 0 does not
     /// read C.
     fn gemm(
@@ -81,6 +85,9 @@ macro_rules! real {
             }
             fn widen(self) -> Complex<f64> {
                 Complex::new(self.into(), 0.0)
+            }
+            fn divide(self, d: Self) -> Self {
+                self / d
             }
             fn gemm(
                 gemm: Gemm<'_>,
@@ -109,6 +116,18 @@ macro_rules! complex {
             }
             fn widen(self) -> Complex<f64> {
                 Complex::new(self.re.into(), self.im.into())
+            }
+            fn divide(self, d: Self) -> Self {
+                let (a, b, c, d) = (self.re, self.im, d.re, d.im);
+                if c.abs() >= d.abs() {
+                    let r = d / c;
+                    let den = c + d * r;
+                    Complex::new((a + b * r) / den, (b - a * r) / den)
+                } else {
+                    let r = c / d;
+                    let den = c * r + d;
+                    Complex::new((a * r + b) / den, (b * r - a) / den)
+                }
             }
             fn gemm(
                 gemm: Gemm<'_>,

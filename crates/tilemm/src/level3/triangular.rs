@@ -187,7 +187,7 @@ fn substitute<T: Scalar>(t: &Triangular<T>, start: usize, mut r: ArrayViewMut2<T
                 x -= t.at(start + i, start + l) * column[l];
             }
             if !t.unit {
-                x /= t.at(start + i, start + i);
+                x = x.divide(t.at(start + i, start + i));
             }
             column[i] = x;
         }
