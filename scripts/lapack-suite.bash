@@ -24,15 +24,16 @@ lapack_summary() {
     | sed -E 's/[[:space:]]+/ /g' || true
 }
 
-# lapack_reduced DIR: inputs for the GPU's reduced set, cut from Debian's into DIR (a section runs
-# from its header to the next one's, "XYZ   Data ..."): the expert
-# nonsymmetric eigenvalue driver alone (DVX, SVX, ZVX, CVX: all 21 matrix types and the precomputed
-# matrices, sizes 0 1 2 5 10) and the generalized eigenvalue driver alone (DGV, SGV, ZGV, CGV:
+# lapack_reduced DIR LETTERS…: inputs for the GPU's reduced set in the precisions given (d, s, z,
+# c), cut from Debian's into DIR (a section runs from its header to the next one's, "XYZ   Data
+# ..."): the expert nonsymmetric eigenvalue driver alone (DVX, ZVX …: all 21 matrix types and the
+# precomputed matrices, sizes 0 1 2 5 10) and the generalized eigenvalue driver alone (DGV, ZGV …:
 # sizes 2 6 10), whose test 5 compares eigenvalues computed with and without eigenvectors bit for
 # bit. Prints their "PROGRAM INPUT" lines.
 lapack_reduced() {
   local dir=$1 l U
-  for l in d s z c; do
+  shift
+  for l in "$@"; do
     U=$(tr a-z A-Z <<< "$l")
     awk -v s="^${U}VX " '$0 ~ s {on=1; print; next} /^[A-Z][A-Z][A-Z] +Data/ {on=0} on' "$LAPACK_TESTS/${l}ed.in" \
       | sed -e '2s/.*/5                 Number of matrix dimensions/' \
