@@ -12,7 +12,9 @@ use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 use tilemm::dispatch::router::{Explored, Router};
 use tilemm::dispatch::{self, BlasRoute, DeviceSpec};
 use tilemm::host::fenv::FloatEnvironment;
-use tilemm::level3::{Definition, Level3, Multiply, OnRoute, Operand, Side, Triangular, Uplo};
+use tilemm::level3::{
+    self, Definition, Level3, Multiply, OnRoute, Operand, Side, Triangular, Uplo,
+};
 use tilemm::{Backend, GemmRun, GpuSession};
 
 use crate::call::{Call, Op, Routine, Scalar, Work};
@@ -364,10 +366,7 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
 unsafe fn time_on_copy<T: Scalar>(route: Route, call: &Call<T>) -> Result<Duration, String> {
     let mut copy = Saved::of(call).ok_or("no memory for a copy of C")?;
-    let scratch = Call {
-        c: copy.0.as_mut_ptr(),
-        ..*call
-    };
+    let scratch = copy.scratch(call);
     let start = Instant::now();
     let computed = compute(route, &scratch)?;
     Ok(start.elapsed().saturating_sub(tuning(&computed)))
@@ -470,30 +469,42 @@ unsafe fn on_tilemm<T: Scalar>(
     }
 }
 
-/// A copy of a call's output, to put back after a failure.
+/// A copy of a call's output (the m×n entries of C, not the rows between them), to put back
+/// after a failure or to compute on while a route is timed.
 struct Saved<T>(Vec<T>);
 
 impl<T: Scalar> Saved<T> {
-    /// C's span: ldc·(n − 1) + m elements (`None` without the memory).
+    /// The copy, column by column (`None` without the memory).
     unsafe fn of(call: &Call<T>) -> Option<Self> {
-        let len = span(call);
+        let (m, n) = (call.m.max(0) as usize, call.n.max(0) as usize);
         let mut copy: Vec<T> = Vec::new();
-        copy.try_reserve_exact(len).ok()?;
-        copy.extend_from_slice(std::slice::from_raw_parts(call.c, len));
+        copy.try_reserve_exact(m * n).ok()?;
+        for j in 0..n {
+            let column = std::slice::from_raw_parts(call.c.add(j * call.ldc as usize), m);
+            copy.extend_from_slice(column);
+        }
         Some(Saved(copy))
     }
 
-    unsafe fn restore(&self, call: &Call<T>) {
-        std::ptr::copy_nonoverlapping(self.0.as_ptr(), call.c, self.0.len());
+    /// A call that writes this copy (leading dimension m) instead of C.
+    fn scratch(&mut self, call: &Call<T>) -> Call<T> {
+        Call {
+            c: self.0.as_mut_ptr(),
+            ldc: call.m.max(1),
+            ..*call
+        }
     }
-}
 
-/// The elements C's storage spans: ldc·(n − 1) + m.
-fn span<T>(call: &Call<T>) -> usize {
-    if call.m <= 0 || call.n <= 0 {
-        return 0;
+    unsafe fn restore(&self, call: &Call<T>) {
+        let m = call.m.max(0) as usize;
+        for (j, column) in self.0.chunks(m.max(1)).enumerate() {
+            std::ptr::copy_nonoverlapping(
+                column.as_ptr(),
+                call.c.add(j * call.ldc as usize),
+                column.len(),
+            );
+        }
     }
-    (call.ldc.max(1) as usize) * (call.n as usize - 1) + call.m as usize
 }
 
 /// `call` by `multiply`: its matrices as strided views of the caller's memory.
@@ -621,27 +632,24 @@ pub unsafe fn definition<T: Scalar>(call: &Call<T>) {
 }
 
 /// The scaling a checked call asks for when it computes no product ([`Work::Scale`]): C = β·C
-/// (GEMM and SYMM), on the triangle (the updates), or B = 0 (TRMM and TRSM), without reading A
-/// or B. β = 0 writes zeros without reading C (a NaN there does not survive).
+/// (GEMM and SYMM), on the triangle (the updates; a Hermitian diagonal's imaginary parts made
+/// zero), or B = 0 (TRMM and TRSM), reading neither A nor B (either may be null). β = 0 writes
+/// zeros without reading C (a NaN there does not survive).
 ///
 /// # Safety
-/// `call`'s pointers must be valid for its shape, as for any BLAS.
+/// `call`'s pointers must be valid for its shape, as for any BLAS; `call` checked, C not empty.
 pub unsafe fn scale<T: Scalar>(call: &Call<T>) {
-    if call.routine != Routine::Gemm {
-        // The routines themselves scale without a product when α = 0 or K = 0.
-        definition(call);
-        return;
-    }
-    for j in 0..call.n as usize {
-        let column = call.c.add(j * call.ldc as usize);
-        for i in 0..call.m as usize {
-            let x = column.add(i);
-            *x = if call.beta == T::zero() {
-                T::zero()
-            } else {
-                call.beta * *x
-            };
+    let (m, n) = (call.m as usize, call.n as usize);
+    let c = ArrayViewMut2::from_shape_ptr((m, n).strides((1, call.ldc as usize)), call.c);
+    let upper = call.char(0) == b'U';
+    match call.routine {
+        Routine::Gemm | Routine::Symm | Routine::Hemm => {
+            level3::scale(c, call.beta, false, |_, _| true)
         }
+        Routine::Trmm | Routine::Trsm => level3::scale(c, T::zero(), false, |_, _| true),
+        _ => level3::scale(c, call.beta, call.routine.hermitian(), |i, j| {
+            (i <= j) == upper || i == j
+        }),
     }
 }
 

@@ -367,3 +367,45 @@ fn the_last_resort_solves_a_triangular_system() {
     unsafe { forward(&call, Work::Product) };
     assert_eq!(b, x);
 }
+
+#[test]
+fn an_update_without_a_product_reads_neither_a_nor_the_other_triangle() {
+    // zherk, K = 0, A null (legal: it is not referenced), β = 2 on the upper triangle of a 2×2
+    // C (ldc 3) whose diagonal's imaginary parts are NaN (they need not be set).
+    let nan = f64::NAN;
+    let mut c = [
+        Complex::new(1.0, nan),
+        Complex::new(7.0, 7.0),
+        Complex::new(9.0, 9.0),
+        Complex::new(2.0, 3.0),
+        Complex::new(4.0, nan),
+        Complex::new(9.0, 9.0),
+    ];
+    let call = Call {
+        chars: *b"UNNN",
+        m: 2,
+        n: 2,
+        k: 0,
+        alpha: Complex::new(1.0, 0.0),
+        lda: 2,
+        beta: Complex::new(2.0, 0.0),
+        c: c.as_mut_ptr(),
+        ldc: 3,
+        ..Call::new(Routine::Herk)
+    };
+    assert_eq!(call.check(), Ok(Work::Scale));
+    // SAFETY: C holds what the call describes; A is never read.
+    unsafe { forward(&call, Work::Scale) };
+    assert_eq!(
+        c.map(|z| (z.re, z.im)),
+        [
+            (2.0, 0.0),
+            (7.0, 7.0),
+            (9.0, 9.0),
+            (4.0, 6.0),
+            (8.0, 0.0),
+            (9.0, 9.0)
+        ],
+        "upper triangle scaled, diagonal real, lower triangle and padding untouched"
+    );
+}

@@ -431,3 +431,56 @@ fn complex_division_is_scaled() {
     let got = b[[0, 0]];
     assert!((got - x).norm() < 1e-14, "{got}");
 }
+
+/// A Hermitian diagonal's imaginary parts need not be set (the reference's words): NaN there
+/// is neither read nor kept, by the update and by its α = 0 scaling.
+#[test]
+fn a_hermitian_diagonal_is_read_as_real() {
+    let a = integers::<C64>(3, 2, 1);
+    for alpha in [1.0, 0.0] {
+        let mut c = integers::<C64>(3, 3, 2);
+        let c0 = c.clone();
+        for i in 0..3 {
+            c[[i, i]].im = f64::NAN;
+        }
+        let (al, be) = (C64::new(alpha, 0.0), C64::new(2.0, 0.0));
+        Level3::new(cpu())
+            .rank_k(
+                Uplo::Upper,
+                true,
+                al,
+                Operand::new(a.view()),
+                be,
+                c.view_mut(),
+            )
+            .unwrap();
+        let full = a.dot(&a.t().map(|z| z.conj()));
+        for i in 0..3 {
+            let want = al.re * full[[i, i]].re + 2.0 * c0[[i, i]].re;
+            assert_eq!(c[[i, i]], C64::new(want, 0.0), "α {alpha}: C[{i}, {i}]");
+        }
+    }
+}
+
+/// A zero right side on a singular diagonal stays zero, as in the reference (no 0/0).
+#[test]
+fn a_zero_unknown_is_not_divided() {
+    let a = ndarray::arr2(&[[0.0, 1.0], [0.0, 2.0]]);
+    let mut b = ndarray::arr2(&[[0.0], [4.0]]);
+    let t = Triangular {
+        a: Operand::new(a.view()),
+        uplo: Uplo::Upper,
+        unit: false,
+    };
+    Level3::new(cpu())
+        .trsm(Side::Left, t, 1.0, b.view_mut())
+        .unwrap();
+    // x₂ = 4/2 = 2; x₁ = (0 − 1·2)/0 = −inf, as the reference divides.
+    assert_eq!(b[[1, 0]], 2.0);
+    assert_eq!(b[[0, 0]], f64::NEG_INFINITY);
+    let mut zero = ndarray::arr2(&[[0.0], [0.0]]);
+    Level3::new(cpu())
+        .trsm(Side::Left, t, 1.0, zero.view_mut())
+        .unwrap();
+    assert_eq!(zero, ndarray::arr2(&[[0.0], [0.0]]));
+}

@@ -409,8 +409,8 @@ fn scratch<T: Scalar>(rows: usize, cols: usize, what: &str) -> Result<Array2<T>>
 }
 
 /// C = β·C over the entries `keep` selects (β = 0 writing zeros without reading C), with the
-/// diagonal's imaginary parts dropped where `hermitian`.
-fn scale<T: Scalar>(
+/// diagonal's imaginary parts neither read nor kept where `hermitian` (β real there).
+pub fn scale<T: Scalar>(
     mut c: ArrayViewMut2<T>,
     beta: T,
     hermitian: bool,
@@ -420,14 +420,13 @@ fn scale<T: Scalar>(
         if !keep(i, j) {
             continue;
         }
-        let mut y = if beta == T::zero() {
+        let diagonal = hermitian && i == j;
+        *x = if beta == T::zero() {
             T::zero()
+        } else if diagonal {
+            beta * x.real()
         } else {
             beta * *x
         };
-        if hermitian && i == j {
-            y = y.real();
-        }
-        *x = y;
     }
 }

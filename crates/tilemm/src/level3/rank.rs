@@ -107,9 +107,12 @@ impl<M> Level3<M> {
                 if !uplo.holds(i, j) {
                     continue;
                 }
+                // A Hermitian diagonal's imaginary parts need not be set (the reference's
+                // words): read its real part only.
+                let c = if hermitian && i == j { x.real() } else { *x };
                 let mut y = d[[i, j]];
                 if beta != T::zero() {
-                    y += beta * *x;
+                    y += beta * c;
                 }
                 if hermitian && i == j {
                     y = y.real();

@@ -162,34 +162,47 @@ impl<M> Level3<M> {
                     rhs.view_mut(),
                 )?;
             }
-            substitute(&t, rows.start, rhs);
+            substitute(&t, rows.start, rhs)?;
         }
         Ok(())
     }
 }
 
 /// Solves D·X = R in place of R, D the diagonal block of `t` from row and column `start`
-/// (as large as R's rows).
-fn substitute<T: Scalar>(t: &Triangular<T>, start: usize, mut r: ArrayViewMut2<T>) {
+/// (as large as R's rows), column by column in the reference's order: each unknown divided by
+/// its diagonal, then taken from the rows not yet solved (a loop over a contiguous column of D).
+fn substitute<T: Scalar>(t: &Triangular<T>, start: usize, mut r: ArrayViewMut2<T>) -> Result<()> {
     let len = r.nrows();
-    let mut order: Vec<usize> = (0..len).collect();
-    if t.uplo == Uplo::Upper {
-        order.reverse();
-    }
+    // D in column-major order: column i of D is d[i·len..(i + 1)·len].
+    let d = t.dense(start..start + len)?.reversed_axes();
+    let d = d.as_standard_layout();
+    let d = d.as_slice().expect("a standard layout");
+    let mut x = crate::host::with_capacity(len, "a column of a triangular solve")?;
     for mut column in r.columns_mut() {
-        for &i in &order {
-            let mut x = column[i];
-            let known = match t.uplo {
-                Uplo::Upper => i + 1..len,
-                Uplo::Lower => 0..i,
-            };
-            for l in known {
-                x -= t.at(start + i, start + l) * column[l];
+        x.clear();
+        x.extend(column.iter().copied());
+        let mut solve = |i: usize, rest: std::ops::Range<usize>| {
+            // As the reference: a zero unknown is left as it is (0/0 on a singular diagonal
+            // stays 0) and takes nothing from the others.
+            if x[i] == T::zero() {
+                return;
             }
             if !t.unit {
-                x = x.divide(t.at(start + i, start + i));
+                x[i] = x[i].divide(d[i * len + i]);
             }
-            column[i] = x;
+            let xi = x[i];
+            for (y, &a) in x[rest.clone()]
+                .iter_mut()
+                .zip(&d[i * len + rest.start..i * len + rest.end])
+            {
+                *y -= xi * a;
+            }
+        };
+        match t.uplo {
+            Uplo::Upper => (0..len).rev().for_each(|i| solve(i, 0..i)),
+            Uplo::Lower => (0..len).for_each(|i| solve(i, i + 1..len)),
         }
+        column.iter_mut().zip(&x).for_each(|(c, &v)| *c = v);
     }
+    Ok(())
 }
