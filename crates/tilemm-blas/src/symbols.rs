@@ -92,22 +92,6 @@ unsafe fn call_with<T, I>(address: *mut c_void, call: &Call<T>, int: impl Fn(i64
             1,
             1,
         ),
-        Routine::Symm | Routine::Hemm => std::mem::transmute::<*mut c_void, Symm>(address)(
-            ch0,
-            ch1,
-            p(&m),
-            p(&n),
-            alpha,
-            a,
-            p(&lda),
-            b,
-            p(&ldb),
-            beta,
-            c,
-            p(&ldc),
-            1,
-            1,
-        ),
         Routine::Syrk | Routine::Herk => std::mem::transmute::<*mut c_void, Two>(address)(
             ch0,
             ch1,
@@ -122,22 +106,30 @@ unsafe fn call_with<T, I>(address: *mut c_void, call: &Call<T>, int: impl Fn(i64
             1,
             1,
         ),
-        Routine::Syr2k | Routine::Her2k => std::mem::transmute::<*mut c_void, Symm>(address)(
-            ch0,
-            ch1,
-            p(&n),
-            p(&k),
-            alpha,
-            a,
-            p(&lda),
-            b,
-            p(&ldb),
-            beta,
-            c,
-            p(&ldc),
-            1,
-            1,
-        ),
+        // SYMM's (M, N) where SYR2K has (N, K): the same signature.
+        Routine::Symm | Routine::Hemm | Routine::Syr2k | Routine::Her2k => {
+            let (x, y) = if matches!(call.routine, Routine::Symm | Routine::Hemm) {
+                (&m, &n)
+            } else {
+                (&n, &k)
+            };
+            std::mem::transmute::<*mut c_void, Symm>(address)(
+                ch0,
+                ch1,
+                p(x),
+                p(y),
+                alpha,
+                a,
+                p(&lda),
+                b,
+                p(&ldb),
+                beta,
+                c,
+                p(&ldc),
+                1,
+                1,
+            )
+        }
         Routine::Trmm | Routine::Trsm => std::mem::transmute::<*mut c_void, Tri>(address)(
             ch0,
             ch1,

@@ -35,10 +35,11 @@ impl<M> Level3<M> {
     where
         M: Multiply<T>,
     {
-        match side {
-            Side::Left => self.trmm_left(t, alpha, b),
-            Side::Right => self.trmm_left(t.transposed(), alpha, b.reversed_axes()),
+        let (t, mut b) = on_the_left(side, t, b);
+        if done(alpha, b.view_mut()) {
+            return Ok(());
         }
+        self.trmm_left(t, alpha, b)
     }
 
     /// Solves op(A)·X = α·B (`Side::Left`) or X·op(A) = α·B (`Side::Right`) for X, written
@@ -54,13 +55,14 @@ impl<M> Level3<M> {
     where
         M: Multiply<T>,
     {
-        match side {
-            Side::Left => self.trsm_left(t, alpha, b),
-            Side::Right => self.trsm_left(t.transposed(), alpha, b.reversed_axes()),
+        let (t, mut b) = on_the_left(side, t, b);
+        if done(alpha, b.view_mut()) {
+            return Ok(());
         }
+        self.trsm_left(t, alpha, b)
     }
 
-    /// B = α·T·B. Per block of rows, T's dense diagonal block and the rest of its rows (the
+    /// B = α·T·B (α ≠ 0, B not empty). Per block of rows, T's dense diagonal block and the rest of its rows (the
     /// triangle's side) times B into scratch; an upper T's blocks go top to bottom, a lower
     /// one's bottom to top, so each reads only rows of B not yet written.
     fn trmm_left<T: Scalar>(
@@ -73,13 +75,6 @@ impl<M> Level3<M> {
         M: Multiply<T>,
     {
         let (m, n) = b.dim();
-        if m == 0 || n == 0 {
-            return Ok(());
-        }
-        if alpha == T::zero() {
-            b.fill(T::zero());
-            return Ok(());
-        }
         let mut blocks = self.blocks(m);
         if t.uplo == Uplo::Lower {
             blocks.reverse();
@@ -112,7 +107,7 @@ impl<M> Level3<M> {
         Ok(())
     }
 
-    /// T·X = α·B, blocked substitution: an upper T's blocks from the bottom up, a lower one's
+    /// T·X = α·B (α ≠ 0, B not empty), blocked substitution: an upper T's blocks from the bottom up, a lower one's
     /// from the top down; each block's rows become α·B − T(block, solved)·X(solved) by one
     /// GEMM, then are solved against the diagonal block on the host.
     fn trsm_left<T: Scalar>(
@@ -124,14 +119,7 @@ impl<M> Level3<M> {
     where
         M: Multiply<T>,
     {
-        let (m, n) = b.dim();
-        if m == 0 || n == 0 {
-            return Ok(());
-        }
-        if alpha == T::zero() {
-            b.fill(T::zero());
-            return Ok(());
-        }
+        let m = b.nrows();
         // At least two blocks where there are two rows, so that part of the work is a GEMM.
         let size = self.block.unwrap_or(m.div_ceil(2).min(SOLVE_BLOCK));
         let mut blocks = split(m, size);
@@ -166,6 +154,30 @@ impl<M> Level3<M> {
         }
         Ok(())
     }
+}
+
+/// The call on the left: B·op(A) = (op(A)ᵀ·Bᵀ)ᵀ.
+fn on_the_left<'a, 'b, T: Scalar>(
+    side: Side,
+    t: Triangular<'a, T>,
+    b: ArrayViewMut2<'b, T>,
+) -> (Triangular<'a, T>, ArrayViewMut2<'b, T>) {
+    match side {
+        Side::Left => (t, b),
+        Side::Right => (t.transposed(), b.reversed_axes()),
+    }
+}
+
+/// Whether there is nothing to compute: an empty B, or α = 0 (B is then zeros, A unread).
+fn done<T: Scalar>(alpha: T, mut b: ArrayViewMut2<T>) -> bool {
+    if b.is_empty() {
+        return true;
+    }
+    if alpha == T::zero() {
+        b.fill(T::zero());
+        return true;
+    }
+    false
 }
 
 /// Solves D·X = R in place of R, D the diagonal block of `t` from row and column `start`
