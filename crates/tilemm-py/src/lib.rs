@@ -101,7 +101,7 @@ where
 fn write_complex<T>(
     py: Python<'_>,
     gemm: Gemm<'static>,
-    (alpha, beta): (f64, f64),
+    (alpha, beta): (tilemm::Complex<f64>, tilemm::Complex<f64>),
     [a, b, out]: [&Bound<'_, PyAny>; 3],
 ) -> PyResult<(String, f64)>
 where
@@ -116,10 +116,7 @@ where
     let work = [a.dim().1, a.dim().2, b.dim().2, 4]
         .iter()
         .fold(a.dim().0.max(b.dim().0), |x, &y| x.saturating_mul(y));
-    let gemm = gemm
-        .complex()
-        .alpha(tilemm::Complex::new(alpha, 0.0))
-        .beta(tilemm::Complex::new(beta, 0.0));
+    let gemm = gemm.complex().alpha(alpha).beta(beta);
     finish(py, work, move |stop: &(dyn Fn() -> bool + Sync)| {
         gemm.write_batched_until(a, b, c, stop)
     })
@@ -213,13 +210,18 @@ fn gemm<'py>(
     a: &Bound<'py, PyAny>,
     b: &Bound<'py, PyAny>,
     out: &Bound<'py, PyAny>,
-    alpha: f64,
-    beta: f64,
+    alpha: (f64, f64),
+    beta: (f64, f64),
     kernel: &str,
     backend: Option<&str>,
     index: Option<usize>,
 ) -> PyResult<(String, f64)> {
-    let gemm = configured(py, alpha, beta, kernel, backend, index)?;
+    // (real, imaginary): the package passes real scalars (imaginary 0) to a real product.
+    let gemm = configured(py, alpha.0, beta.0, kernel, backend, index)?;
+    let (alpha, beta) = (
+        tilemm::Complex::new(alpha.0, alpha.1),
+        tilemm::Complex::new(beta.0, beta.1),
+    );
     let arrays = [a, b, out];
     let c64 = dtype::<tilemm::Complex<f32>>(py);
     let c128 = dtype::<tilemm::Complex<f64>>(py);

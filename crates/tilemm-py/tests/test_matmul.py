@@ -197,6 +197,31 @@ def test_complex_products_are_numpys_exactly_on_gaussian_integers(route, dtype):
     np.testing.assert_array_equal(mixed, np.matmul(a[0, 0], r))
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_alpha_and_beta_scale_a_complex_product_exactly(route, dtype):
+    rng = np.random.default_rng(23)
+    gauss = lambda shape: (
+        rng.integers(-3, 4, shape) + 1j * rng.integers(-3, 4, shape)
+    ).astype(dtype)
+    a, b, c = gauss((2, 9, 11)), gauss((11, 7)), gauss((2, 9, 7))
+    alpha, beta = 2 - 1j, 1j
+    want = alpha * np.matmul(a, b) + beta * c
+    tilemm.matmul(a, b, out=c, alpha=alpha, beta=beta, **route)
+    np.testing.assert_array_equal(c, want)
+    # Without out=, a complex alpha alone.
+    np.testing.assert_array_equal(tilemm.matmul(a, b, alpha=1j, **route), 1j * np.matmul(a, b))
+
+
+def test_a_complex_scalar_for_a_real_product_is_refused():
+    a = np.ones((3, 3))
+    with pytest.raises(tilemm.ArgumentError, match="alpha = .*complex.*float64"):
+        tilemm.matmul(a, a, alpha=1j)
+    with pytest.raises(tilemm.ArgumentError, match="beta = .*complex"):
+        tilemm.matmul(a, a, out=np.ones((3, 3)), beta=2 + 1j)
+    # A complex value with no imaginary part is a real one.
+    np.testing.assert_array_equal(tilemm.matmul(a, a, alpha=2 + 0j), 2 * (a @ a))
+
+
 def test_complex_products_meet_the_bound_on_random_data(route):
     rng = np.random.default_rng(22)
     for dtype, real in [(np.complex64, np.float32), (np.complex128, np.float64)]:

@@ -210,11 +210,13 @@ def _result_dtype(a, b):
 
 
 def _scalar(name, value):
+    """`value` as a complex number (a complex product takes complex scalars; the caller checks
+    that a real one gets real ones)."""
     try:
-        value = float(value)
+        value = complex(value)
     except (TypeError, ValueError):
-        raise ArgumentError(f"{name} must be a real number, not {value!r}") from None
-    if not math.isfinite(value):
+        raise ArgumentError(f"{name} must be a number, not {value!r}") from None
+    if not (math.isfinite(value.real) and math.isfinite(value.imag)):
         raise ArgumentError(f"{name} must be finite, not {value}")
     return value
 
@@ -243,7 +245,10 @@ last_call = threading.local()
 
 
 def _gemm3(a, b, c, alpha, beta, kernel, device):
-    route, seconds = _tilemm.gemm(a, b, c, alpha, beta, kernel, device.backend, device.index)
+    route, seconds = _tilemm.gemm(
+        a, b, c, (alpha.real, alpha.imag), (beta.real, beta.imag), kernel, device.backend,
+        device.index,
+    )
     last_call.route = route
     last_call.library_seconds = getattr(last_call, "library_seconds", 0.0) + seconds
 
@@ -384,7 +389,7 @@ def _with_axes(a, b, out, axes, call):
 def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, dtype=None,
            axes=None):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
-    ``out = alpha * a @ b + beta * out``.
+    ``out = alpha * a @ b + beta * out`` (``alpha`` and ``beta`` complex for a complex product).
 
     ``a`` and ``b`` are array-likes of bool, integers (exact, wrapping as numpy's), float16,
     bfloat16 (ml_dtypes), float32, float64, complex64 or complex128 with
@@ -445,6 +450,14 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         raise ArgumentError(f"kernel must be a string such as 'auto' or 'tiled', not {kernel!r}")
     last_call.route, last_call.library_seconds = None, 0.0
     result_dtype, input_dtype = _result_dtype(a, b)
+    if result_dtype.kind != "c":
+        for name, value in (("alpha", alpha), ("beta", beta)):
+            if value.imag != 0:
+                raise ArgumentError(
+                    f"{name} = {value} is complex, but the product is {result_dtype}: "
+                    "complex scalars scale complex products"
+                )
+        alpha, beta = alpha.real, beta.real
     if result_dtype.kind in "iub":
         if alpha != 1.0 or beta != 0.0:
             raise ArgumentError(
