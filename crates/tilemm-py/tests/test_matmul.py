@@ -169,12 +169,15 @@ def test_dtypes_promote_as_numpy_promotes_them(route, da, db):
     np.testing.assert_array_equal(got, want)
 
 
+def gaussian_integers(rng, shape, dtype):
+    """Complex numbers with integer parts in [-3, 3]: their products are exact."""
+    return (rng.integers(-3, 4, shape) + 1j * rng.integers(-3, 4, shape)).astype(dtype)
+
+
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_complex_products_are_numpys_exactly_on_gaussian_integers(route, dtype):
     rng = np.random.default_rng(21)
-    gauss = lambda shape: (
-        rng.integers(-3, 4, shape) + 1j * rng.integers(-3, 4, shape)
-    ).astype(dtype)
+    gauss = lambda shape: gaussian_integers(rng, shape, dtype)  # noqa: E731
     # Broadcast batches, a transposed and a strided operand, a vector.
     a, b = gauss((2, 1, 9, 11)), gauss((3, 11, 7))
     got = tilemm.matmul(a, b, **route)
@@ -200,9 +203,7 @@ def test_complex_products_are_numpys_exactly_on_gaussian_integers(route, dtype):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_complex_alpha_and_beta_scale_a_complex_product_exactly(route, dtype):
     rng = np.random.default_rng(23)
-    gauss = lambda shape: (
-        rng.integers(-3, 4, shape) + 1j * rng.integers(-3, 4, shape)
-    ).astype(dtype)
+    gauss = lambda shape: gaussian_integers(rng, shape, dtype)  # noqa: E731
     a, b, c = gauss((2, 9, 11)), gauss((11, 7)), gauss((2, 9, 7))
     alpha, beta = 2 - 1j, 1j
     want = alpha * np.matmul(a, b) + beta * c
