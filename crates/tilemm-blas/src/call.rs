@@ -269,6 +269,9 @@ impl<T: Scalar> Call<T> {
         let (m, n, k) = (self.m, self.n, self.k);
         let is = |i: usize, set: &[u8]| set.contains(&self.char(i));
         let max1 = |x: i64| x.max(1);
+        // The first wrong parameter of the checks, in the reference's order (on the stack:
+        // every call of the host program passes here).
+        let first = |checks: &[(bool, c_int)]| checks.iter().find(|(bad, _)| *bad).map(|c| c.1);
         // The transposes a routine takes: the complex syrk and syr2k have no conjugate, herk
         // and her2k no plain transpose.
         let trans: &[u8] = match self.routine {
@@ -281,7 +284,7 @@ impl<T: Scalar> Call<T> {
                 let rows_a = if self.char(0) == b'N' { m } else { k };
                 let rows_b = if self.char(1) == b'N' { k } else { n };
                 (
-                    vec![
+                    first(&[
                         (!is(0, trans), 1),
                         (!is(1, trans), 2),
                         (m < 0, 3),
@@ -290,7 +293,7 @@ impl<T: Scalar> Call<T> {
                         (self.lda < max1(rows_a), 8),
                         (self.ldb < max1(rows_b), 10),
                         (self.ldc < max1(m), 13),
-                    ],
+                    ]),
                     m == 0 || n == 0,
                     self.alpha == T::zero() || k == 0,
                 )
@@ -298,7 +301,7 @@ impl<T: Scalar> Call<T> {
             Routine::Symm | Routine::Hemm => {
                 let rows_a = if self.char(0) == b'L' { m } else { n };
                 (
-                    vec![
+                    first(&[
                         (!is(0, b"LR"), 1),
                         (!is(1, b"UL"), 2),
                         (m < 0, 3),
@@ -306,7 +309,7 @@ impl<T: Scalar> Call<T> {
                         (self.lda < max1(rows_a), 7),
                         (self.ldb < max1(m), 9),
                         (self.ldc < max1(m), 12),
-                    ],
+                    ]),
                     m == 0 || n == 0,
                     self.alpha == T::zero(),
                 )
@@ -315,7 +318,7 @@ impl<T: Scalar> Call<T> {
                 let rows_a = if self.char(1) == b'N' { n } else { k };
                 let two = matches!(self.routine, Routine::Syr2k | Routine::Her2k);
                 (
-                    vec![
+                    first(&[
                         (!is(0, b"UL"), 1),
                         (!is(1, trans), 2),
                         (n < 0, 3),
@@ -323,7 +326,7 @@ impl<T: Scalar> Call<T> {
                         (self.lda < max1(rows_a), 7),
                         (two && self.ldb < max1(rows_a), 9),
                         (self.ldc < max1(n), if two { 12 } else { 10 }),
-                    ],
+                    ]),
                     n == 0,
                     self.alpha == T::zero() || k == 0,
                 )
@@ -331,7 +334,7 @@ impl<T: Scalar> Call<T> {
             Routine::Trmm | Routine::Trsm => {
                 let rows_a = if self.char(0) == b'L' { m } else { n };
                 (
-                    vec![
+                    first(&[
                         (!is(0, b"LR"), 1),
                         (!is(1, b"UL"), 2),
                         (!is(2, b"NTC"), 3),
@@ -340,13 +343,13 @@ impl<T: Scalar> Call<T> {
                         (n < 0, 6),
                         (self.lda < max1(rows_a), 9),
                         (self.ldc < max1(m), 11),
-                    ],
+                    ]),
                     m == 0 || n == 0,
                     self.alpha == T::zero(),
                 )
             }
         };
-        if let Some(&(_, number)) = wrong.iter().find(|(bad, _)| *bad) {
+        if let Some(number) = wrong {
             return Err(number);
         }
         // TRMM and TRSM have no β: α = 0 writes zeros.

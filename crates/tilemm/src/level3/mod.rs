@@ -28,7 +28,8 @@
 //! let a = Array2::from_shape_fn((40, 30), |(i, j)| ((i * 7 + j) % 5) as f64);
 //! let mut c = Array2::<f64>::zeros((40, 40));
 //! let gemm = Gemm::new().device(tilemm::Backend::Cpu, None);
-//! Level3::new(OnRoute::new(gemm)).rank_k(Uplo::Upper, false, 1.0, Operand::new(a.view()), 0.0, c.view_mut())?;
+//! let mut level3 = Level3::new(OnRoute::new(gemm));
+//! level3.rank_k(Uplo::Upper, false, 1.0, Operand::new(a.view()), 0.0, c.view_mut())?;
 //! let full = a.dot(&a.t());
 //! assert_eq!(c[[3, 17]], full[[3, 17]]);
 //! assert_eq!(c[[17, 3]], 0.0); // the lower triangle is not written

@@ -62,9 +62,9 @@ impl<M> Level3<M> {
         self.trsm_left(t, alpha, b)
     }
 
-    /// B = α·T·B (α ≠ 0, B not empty). Per block of rows, T's dense diagonal block and the rest of its rows (the
-    /// triangle's side) times B into scratch; an upper T's blocks go top to bottom, a lower
-    /// one's bottom to top, so each reads only rows of B not yet written.
+    /// B = α·T·B (α ≠ 0, B not empty). Per block of rows, T's dense diagonal block and the
+    /// rest of its rows (the triangle's side) times B into scratch; an upper T's blocks go top
+    /// to bottom, a lower one's bottom to top, so each reads only rows of B not yet written.
     fn trmm_left<T: Scalar>(
         &mut self,
         t: Triangular<T>,
@@ -107,9 +107,10 @@ impl<M> Level3<M> {
         Ok(())
     }
 
-    /// T·X = α·B (α ≠ 0, B not empty), blocked substitution: an upper T's blocks from the bottom up, a lower one's
-    /// from the top down; each block's rows become α·B − T(block, solved)·X(solved) by one
-    /// GEMM, then are solved against the diagonal block on the host.
+    /// T·X = α·B (α ≠ 0, B not empty), blocked substitution: an upper T's blocks from the
+    /// bottom up, a lower one's from the top down; each block's rows become
+    /// α·B − T(block, solved)·X(solved) by one GEMM, then are solved against the diagonal
+    /// block on the host.
     fn trsm_left<T: Scalar>(
         &mut self,
         t: Triangular<T>,
