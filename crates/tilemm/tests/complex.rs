@@ -1,11 +1,13 @@
 //! Complex products (`Gemm::complex`, `tilemm::complex::matmul`) on the CPU route and on the
-//! wgpu device (lavapipe here), checked exactly against a complex product in f64 on small
+//! test device (wgpu on lavapipe here, `TILEMM_TEST_BACKEND` names another), checked exactly against a complex product in f64 on small
 //! Gaussian integers: every transpose and conjugate, real and complex α and β, strided,
 //! reversed and batched views, and the reference BLAS's special cases.
 
 use ndarray::{s, Array2, Array3, ArrayView2, Axis};
 use tilemm::complex::{Complex, ComplexPart};
 use tilemm::{Backend, Gemm, Route};
+
+mod common;
 
 type C64 = Complex<f64>;
 
@@ -63,10 +65,11 @@ fn same<T: ComplexPart>(got: ArrayView2<Complex<T>>, want: &Array2<C64>, what: &
     }
 }
 
+/// The CPU route, and the test device (wgpu, or `TILEMM_TEST_BACKEND`'s).
 fn devices() -> Vec<(&'static str, Gemm<'static>)> {
     vec![
         ("cpu", Gemm::new().device(Backend::Cpu, None)),
-        ("wgpu", Gemm::new().device(Backend::Wgpu, None)),
+        ("gpu", Gemm::new().device(common::backend(), None)),
     ]
 }
 
@@ -105,7 +108,7 @@ fn every_case<T: ComplexPart>() {
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(
                     matches!(run.route, Route::Gpu { .. }),
-                    device == "wgpu",
+                    device == "gpu",
                     "{what}: {}",
                     run.route
                 );

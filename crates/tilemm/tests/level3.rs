@@ -1,7 +1,7 @@
 //! The Level-3 routines (`tilemm::level3`) against their definitions, computed here from the
 //! full matrices in complex f64: exact on integer data for every side, triangle, transpose,
 //! conjugate and diagonal, for block sizes that split small matrices many ways, on the CPU
-//! route, on the wgpu device and with the loop `Definition`. The triangle a routine must not
+//! route, on the test device and with the loop `Definition`. The triangle a routine must not
 //! write holds NaN and must keep it; β = 0 must not read a C of NaN.
 
 use ndarray::{Array2, ArrayView2};
@@ -9,6 +9,8 @@ use tilemm::level3::{
     Definition, Level3, Multiply, OnRoute, Operand, Scalar, Side, Triangular, Uplo,
 };
 use tilemm::{Backend, Complex, Gemm};
+
+mod common;
 
 type C64 = Complex<f64>;
 
@@ -397,12 +399,14 @@ fn the_definition() {
     every_routine::<f64>(&mut Definition, None, "f64 definition");
 }
 
-/// On the wgpu device (lavapipe here): every GEMM of the routines ran there.
+/// On the test device (wgpu on lavapipe here, `TILEMM_TEST_BACKEND` names another): every
+/// GEMM of the routines ran there.
 #[test]
-fn on_the_wgpu_device() {
-    let mut on = OnRoute::new(Gemm::new().device(Backend::Wgpu, None));
-    every_routine::<Complex<f32>>(&mut on, Some(3), "complex64 wgpu");
-    every_routine::<f64>(&mut on, None, "f64 wgpu");
+fn on_the_test_device() {
+    let backend = common::backend();
+    let mut on = OnRoute::new(Gemm::new().device(backend, None));
+    every_routine::<Complex<f32>>(&mut on, Some(3), &format!("complex64 {backend}"));
+    every_routine::<f64>(&mut on, None, &format!("f64 {backend}"));
     assert!(!on.runs.is_empty(), "no GEMM ran");
     for run in &on.runs {
         assert!(
