@@ -1,7 +1,7 @@
 //! Complex products: C = α·op(A)·op(B) + β·C for [`Complex<f32>`] (complex64) and
 //! [`Complex<f64>`] (complex128), op(X) being X or its conjugate (a transpose is the view's own,
-//! `a.t()`), with complex α and β: the front door's routes and kernels, four real products on
-//! strided views of the interleaved data.
+//! `a.t()`), with complex α and β: the front door's routes and kernels, the 4M method's four
+//! real products computed as one real product of the packed parts.
 //!
 //! **The 4M method.** With op(A) = Aᵣ + i·sₐ·Aᵢ (sₐ = −1 for the conjugate), and so for B,
 //!
@@ -9,12 +9,20 @@
 //! Re(op(A)·op(B)) = Aᵣ·Bᵣ − sₐ·s_b·Aᵢ·Bᵢ        Im(op(A)·op(B)) = s_b·Aᵣ·Bᵢ + sₐ·Aᵢ·Bᵣ
 //! ```
 //!
-//! Each part is two real products into the same real view of C (the second adding to the
-//! first with β = 1), read and written where they lie: the real and imaginary parts of an
-//! interleaved array are views with twice its strides (`split_complex`). With real α and β
-//! they are applied by those products, and C is written in place; with a complex α or β the
-//! product goes to two real scratch matrices and C = α·P + β·C is formed once per element (in
-//! f64). β = 0 does not read C, and α = 0 does not read A or B, as in the reference BLAS.
+//! Both parts come from **one real product** of the operands' parts laid side by side:
+//!
+//! ```text
+//! [Re | Im] = [Aᵣ  Aᵢ] · ⎡ Bᵣ           s_b·Bᵢ ⎤      (m×2k times 2k×2n)
+//!                        ⎣ −sₐ·s_b·Bᵢ   sₐ·Bᵣ  ⎦
+//! ```
+//!
+//! The two packed operands are contiguous host copies (A's bytes once, B's twice), so a GPU
+//! route uploads each once and runs one kernel, where four products on the interleaved data's
+//! stride-2 views would each stage their parts and make their own round trip (on an H100, a
+//! 2048² zgemm took 330 ms that way against 17 ms for a dgemm of the same size: BENCHMARKS.md).
+//! C = α·P + β·C is then formed once per element in f64, in place in C's view; β = 0 does
+//! not read C, and α = 0 does not read A or B, as in the reference BLAS. Its flops are 4M's,
+//! and each part is a real dot product of 2K terms, the same sums 4M forms.
 //!
 //! Why not 3M (Gauss's trick, three real products of sums): it saves a quarter of the
 //! multiplies but needs copies of Aᵣ + Aᵢ and Bᵣ + Bᵢ, and its imaginary part's error is bounded
@@ -38,7 +46,7 @@
 //! # Ok::<(), tilemm::Error>(())
 //! ```
 
-use ndarray::{Array3, ArrayView2, ArrayView3, ArrayViewMut2, ArrayViewMut3, Axis, Zip};
+use ndarray::{s, Array3, ArrayView2, ArrayView3, ArrayViewMut2, ArrayViewMut3, Axis, Zip};
 pub use num_complex::Complex;
 
 use crate::array::{Gemm, GemmRun};
@@ -143,10 +151,10 @@ impl ComplexGemm<'_> {
     }
 
     /// [`write_batched`](ComplexGemm::write_batched), stopped as
-    /// [`Gemm::write_batched_until`] is (between the real products too).
+    /// [`Gemm::write_batched_until`] is.
     ///
-    /// The run returned is the first real product's (its route, kernel and schedule), with
-    /// `time` the whole call's and `kernel` the four products' together.
+    /// The run returned is the packed real product's (its route, kernel and schedule), with
+    /// `time` the whole call's, packing and C's update included.
     pub fn write_batched_until<T: ComplexPart>(
         &self,
         a: ArrayView3<Complex<T>>,
@@ -155,72 +163,92 @@ impl ComplexGemm<'_> {
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<GemmRun> {
         let start = std::time::Instant::now();
-        let [sa, sb] = self.conj.map(|conj| if conj { -1.0 } else { 1.0 });
         let (alpha, beta) = (self.alpha, self.beta);
         let (a, b) = (a.split_complex(), b.split_complex());
+        check_shapes(a.re.dim(), b.re.dim(), c.dim())?;
         if alpha == Complex::new(0.0, 0.0) {
-            // C = β·C, A and B unread (the shapes checked all the same).
-            check_shapes(a.re.dim(), b.re.dim(), c.dim())?;
+            // C = β·C, A and B unread.
             scale(c, beta);
             return Ok(empty_run(start));
         }
-        // The four real products into `re` and `im`, scaled by the real `scale` and adding to
-        // them with the real `add` (β).
-        let four = |mut re: ArrayViewMut3<T>, mut im: ArrayViewMut3<T>, scale: f64, add: f64| {
-            let mut runs = Vec::with_capacity(4);
-            for (by, beta, x, y, imaginary) in [
-                (scale, add, &a.re, &b.re, false),
-                (-scale * sa * sb, 1.0, &a.im, &b.im, false),
-                (scale * sb, add, &a.re, &b.im, true),
-                (scale * sa, 1.0, &a.im, &b.re, true),
-            ] {
-                let out = if imaginary {
-                    im.view_mut()
-                } else {
-                    re.view_mut()
+        let n = c.dim().2;
+        let a2 = pack_a(&a.re, &a.im)?;
+        let b2 = pack_b(&b.re, &b.im, self.conj)?;
+        let mut p = {
+            let (batch, m, _) = c.dim();
+            let len = batch.saturating_mul(m).saturating_mul(2 * n);
+            let data = crate::host::zeros::<T>(len, "op(A)·op(B), its parts side by side")?;
+            Array3::from_shape_vec((batch, m, 2 * n), data).expect("the length")
+        };
+        let mut run = self.real.alpha(1.0).beta(0.0).write_batched_until(
+            a2.view(),
+            b2.view(),
+            p.view_mut(),
+            stop,
+        )?;
+        // C = α·P + β·C, once per element in f64; real scalars scale each part on its own (a
+        // complex product by α + 0i would turn an infinite part's 0·∞ into NaN in the other).
+        let real = alpha.im == 0.0 && beta.im == 0.0;
+        let read_c = beta != Complex::new(0.0, 0.0);
+        Zip::from(c)
+            .and(p.slice(s![.., .., ..n]))
+            .and(p.slice(s![.., .., n..]))
+            .par_for_each(|c, &pr, &pi| {
+                let p = Complex::new(pr.to_f64(), pi.to_f64());
+                let c0 = Complex::new(c.re.to_f64(), c.im.to_f64());
+                let x = match (real, read_c) {
+                    (true, false) => p * alpha.re,
+                    (true, true) => p * alpha.re + c0 * beta.re,
+                    (false, false) => alpha * p,
+                    (false, true) => alpha * p + beta * c0,
                 };
-                let gemm = self.real.alpha(by).beta(beta);
-                runs.push(gemm.write_batched_until(x.view(), y.view(), out, stop)?);
-            }
-            Ok::<_, crate::Error>(runs)
-        };
-        let mut runs = if alpha.im == 0.0 && beta.im == 0.0 {
-            // Real scalars: the products write C's parts in place.
-            let c = c.split_complex();
-            four(c.re, c.im, alpha.re, beta.re)?
-        } else {
-            // A complex scalar: P = op(A)·op(B) in scratch, then C = α·P + β·C.
-            let dim = c.dim();
-            let scratch = |what| {
-                let len = dim.0.saturating_mul(dim.1).saturating_mul(dim.2);
-                let data = crate::host::zeros::<T>(len, what)?;
-                Ok::<_, crate::Error>(Array3::from_shape_vec(dim, data).expect("the length"))
-            };
-            let mut p_re = scratch("the real part of op(A)·op(B)")?;
-            let mut p_im = scratch("the imaginary part of op(A)·op(B)")?;
-            let runs = four(p_re.view_mut(), p_im.view_mut(), 1.0, 0.0)?;
-            let read_c = beta != Complex::new(0.0, 0.0);
-            Zip::from(c)
-                .and(&p_re)
-                .and(&p_im)
-                .par_for_each(|c, &pr, &pi| {
-                    let p = Complex::new(pr.to_f64(), pi.to_f64());
-                    let mut x = alpha * p;
-                    if read_c {
-                        x += beta * Complex::new(c.re.to_f64(), c.im.to_f64());
-                    }
-                    *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
-                });
-            runs
-        };
-        let mut first = runs.swap_remove(0);
-        let kernels: Option<std::time::Duration> = std::iter::once(first.kernel)
-            .chain(runs.iter().map(|r| r.kernel))
-            .sum();
-        first.kernel = kernels;
-        first.time = start.elapsed();
-        Ok(first)
+                *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
+            });
+        run.time = start.elapsed();
+        Ok(run)
     }
+}
+
+/// [Aᵣ | Aᵢ] per batch entry: m×2k, contiguous.
+fn pack_a<T: ComplexPart>(re: &ArrayView3<T>, im: &ArrayView3<T>) -> Result<Array3<T>> {
+    let (batch, m, k) = re.dim();
+    let len = batch.saturating_mul(m).saturating_mul(2 * k);
+    let data = crate::host::zeros::<T>(len, "A's parts side by side")?;
+    let mut a2 = Array3::from_shape_vec((batch, m, 2 * k), data).expect("the length");
+    let (mut left, mut right) = a2.view_mut().split_at(Axis(2), k);
+    Zip::from(&mut left).and(re).par_for_each(|o, &x| *o = x);
+    Zip::from(&mut right).and(im).par_for_each(|o, &x| *o = x);
+    Ok(a2)
+}
+
+/// [[Bᵣ, s_b·Bᵢ], [−sₐ·s_b·Bᵢ, sₐ·Bᵣ]] per batch entry: 2k×2n, contiguous, so that
+/// [Aᵣ | Aᵢ] times it is [Re | Im] of op(A)·op(B) (the signs are exact).
+fn pack_b<T: ComplexPart>(
+    re: &ArrayView3<T>,
+    im: &ArrayView3<T>,
+    conj: [bool; 2],
+) -> Result<Array3<T>> {
+    let [sa, sb] = conj.map(|conj| if conj { -T::one() } else { T::one() });
+    let (batch, k, n) = re.dim();
+    let len = batch.saturating_mul(2 * k).saturating_mul(2 * n);
+    let data = crate::host::zeros::<T>(len, "B's parts in four blocks")?;
+    let mut b2 = Array3::from_shape_vec((batch, 2 * k, 2 * n), data).expect("the length");
+    let (top, bottom) = b2.view_mut().split_at(Axis(1), k);
+    let (mut top_left, mut top_right) = top.split_at(Axis(2), n);
+    let (mut bottom_left, mut bottom_right) = bottom.split_at(Axis(2), n);
+    Zip::from(&mut top_left)
+        .and(re)
+        .par_for_each(|o, &x| *o = x);
+    Zip::from(&mut top_right)
+        .and(im)
+        .par_for_each(|o, &x| *o = sb * x);
+    Zip::from(&mut bottom_left)
+        .and(im)
+        .par_for_each(|o, &x| *o = -(sa * sb) * x);
+    Zip::from(&mut bottom_right)
+        .and(re)
+        .par_for_each(|o, &x| *o = sa * x);
+    Ok(b2)
 }
 
 /// The error the real products give for these shapes, if any.
