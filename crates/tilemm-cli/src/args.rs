@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use tilemm::tune::{TuneBudget, TuneOptions};
 use tilemm::{Backend, Config, DType, KernelChoice, Plan};
+use tilemm_lab::measure::complex::ComplexType;
 use tilemm_lab::tools::compile_check::Arch;
 use tilemm_lab::tools::emit::Target;
 
@@ -79,6 +80,27 @@ impl DeviceArgs {
             return Ok((self.backend, self.device));
         }
         Ok(tilemm::Settings::global().usable()?.device.parts())
+    }
+}
+
+/// `run --dtype`: a real type of the ladder, or a complex one (`tilemm::complex`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunType {
+    Real(DType),
+    Complex(ComplexType),
+}
+
+impl std::str::FromStr for RunType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "c64" | "complex64" => Ok(RunType::Complex(ComplexType::Complex64)),
+            "c128" | "complex128" => Ok(RunType::Complex(ComplexType::Complex128)),
+            _ => s.parse().map(RunType::Real).map_err(|_| {
+                format!("unknown dtype '{s}' (choose one of: f16, bf16, tf32, f32, f64, c64, c128)")
+            }),
+        }
     }
 }
 
@@ -182,10 +204,11 @@ pub(crate) struct RunArgs {
     pub(crate) beta: f64,
     /// Element type of A, B and C: f32, f16, bf16 (accumulated in f32), tf32 (f32 data
     /// multiplied by tf32 matrix units, NVIDIA sm_80 and later through cuda; never chosen
-    /// for f32) or f64. Default: f32, or the files' type; with files it must be theirs (tf32:
-    /// float32 files).
-    #[arg(long)]
-    pub(crate) dtype: Option<DType>,
+    /// for f32), f64, or c64/c128 (complex64, complex128: random inputs only, the 4M method
+    /// as one real product of the packed parts, checked against a complex f64 reference).
+    /// Default: f32, or the files' type; with files it must be theirs (tf32: float32 files).
+    #[arg(long, value_name = "f32|f16|bf16|tf32|f64|c64|c128")]
+    pub(crate) dtype: Option<RunType>,
     /// Seed of the random inputs (uniform in [-1, 1)).
     #[arg(long, default_value_t = 0, conflicts_with = "a")]
     pub(crate) seed: u64,

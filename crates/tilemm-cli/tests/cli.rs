@@ -1941,3 +1941,88 @@ fn ctrl_c_ends_by_sigint_and_leaves_no_partial_out() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn complex_runs_on_the_device_and_the_cpu_each_checked() {
+    // complex64 on the wgpu device, Bᵀ, β reading C: both device runs and the CPU route pass,
+    // each checked (a nonzero error measured against its bound and its precision limit).
+    let out = tilemm(&[
+        "run",
+        "--json",
+        "--dtype",
+        "c64",
+        "--backend",
+        "wgpu",
+        "-m",
+        "33",
+        "-k",
+        "65",
+        "-n",
+        "17",
+        "--trans-b",
+        "--beta",
+        "0.5",
+        "--alpha",
+        "-2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    assert_eq!(v["pass"], true);
+    assert_eq!(v["dtype"], "complex64");
+    assert_eq!(v["problem"], "C[33×17] = A[33×65] · Bᵀ[17×65]");
+    assert_eq!(v["flops"], 8.0 * 33.0 * 17.0 * 65.0);
+    for run in ["first_gpu", "second_gpu", "cpu"] {
+        let check = &v[run]["check"];
+        assert_eq!(check["pass"], true, "{run}: {v}");
+        for ratio in ["worst_err_over_bound", "worst_err_over_limit"] {
+            let r = check[ratio].as_f64().unwrap();
+            assert!(r > 0.0 && r <= 1.0, "{run} {ratio} {r}");
+        }
+    }
+    assert!(
+        v["first_gpu"]["route"].as_str().unwrap().contains("wgpu"),
+        "{v}"
+    );
+    assert!(v["cpu"]["route"].as_str().unwrap().contains("CPU"), "{v}");
+    // complex128 on the CPU alone, as text.
+    let out = tilemm(&[
+        "run",
+        "--dtype",
+        "c128",
+        "--backend",
+        "cpu",
+        "-m",
+        "20",
+        "-k",
+        "30",
+        "-n",
+        "10",
+        "--batch",
+        "2",
+        "--trans-a",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("2 × C[20×10] = Aᵀ[30×20] · B[30×10], complex128 (f64 parts)"),
+        "{text}"
+    );
+    assert!(!text.contains("1st GPU"), "{text}");
+    assert!(text.contains("result      PASS"), "{text}");
+}
+
+#[test]
+fn complex_runs_refuse_files_and_unknown_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.npy");
+    write(&a, 2, 2, &[1.0, 2.0, 3.0, 4.0]);
+    let a = a.to_str().unwrap();
+    assert_refused(
+        &["run", "--dtype", "c64", "--a", a, "--b", a],
+        &["--dtype complex64 takes random inputs"],
+    );
+    assert_refused(
+        &["run", "--dtype", "c32"],
+        &["unknown dtype 'c32'", "c64, c128"],
+    );
+}

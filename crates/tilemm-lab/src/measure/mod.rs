@@ -3,6 +3,7 @@
 //! what the ladder is measured against (`peers`, `vendor_blas`).
 
 pub mod bench;
+pub mod complex;
 pub mod peers;
 pub mod report;
 pub mod run;
