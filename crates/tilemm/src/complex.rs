@@ -53,6 +53,23 @@ use crate::array::{Gemm, GemmRun};
 use crate::error::Result;
 use crate::types::element::Element;
 
+/// `zip.for_each(f)`, on the CPU path's threads where the pass is large enough to gain from
+/// them: LAPACK's tests make millions of tiny complex products, and a parallel pass costs
+/// thread wake-ups that a few hundred elements do not repay.
+macro_rules! each {
+    ($zip:expr, $f:expr) => {{
+        let zip = $zip;
+        if zip.size() >= PARALLEL_ELEMENTS {
+            zip.par_for_each($f)
+        } else {
+            zip.for_each($f)
+        }
+    }};
+}
+
+/// The smallest elementwise pass `each!` runs on several threads.
+const PARALLEL_ELEMENTS: usize = 1 << 15;
+
 /// A real type whose complex numbers tilemm multiplies: f32 (complex64) and f64 (complex128).
 pub trait ComplexPart: Element + num_traits::Float + crate::host::Zeroable {}
 impl ComplexPart for f32 {}
@@ -190,20 +207,20 @@ impl ComplexGemm<'_> {
         // complex product by α + 0i would turn an infinite part's 0·∞ into NaN in the other).
         let real = alpha.im == 0.0 && beta.im == 0.0;
         let read_c = beta != Complex::new(0.0, 0.0);
-        Zip::from(c)
+        let update = Zip::from(c)
             .and(p.slice(s![.., .., ..n]))
-            .and(p.slice(s![.., .., n..]))
-            .par_for_each(|c, &pr, &pi| {
-                let p = Complex::new(pr.to_f64(), pi.to_f64());
-                let c0 = Complex::new(c.re.to_f64(), c.im.to_f64());
-                let x = match (real, read_c) {
-                    (true, false) => p * alpha.re,
-                    (true, true) => p * alpha.re + c0 * beta.re,
-                    (false, false) => alpha * p,
-                    (false, true) => alpha * p + beta * c0,
-                };
-                *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
-            });
+            .and(p.slice(s![.., .., n..]));
+        each!(update, |c, &pr, &pi| {
+            let p = Complex::new(pr.to_f64(), pi.to_f64());
+            let c0 = Complex::new(c.re.to_f64(), c.im.to_f64());
+            let x = match (real, read_c) {
+                (true, false) => p * alpha.re,
+                (true, true) => p * alpha.re + c0 * beta.re,
+                (false, false) => alpha * p,
+                (false, true) => alpha * p + beta * c0,
+            };
+            *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
+        });
         run.time = start.elapsed();
         Ok(run)
     }
@@ -216,8 +233,8 @@ fn pack_a<T: ComplexPart>(re: &ArrayView3<T>, im: &ArrayView3<T>) -> Result<Arra
     let data = crate::host::zeros::<T>(len, "A's parts side by side")?;
     let mut a2 = Array3::from_shape_vec((batch, m, 2 * k), data).expect("the length");
     let (mut left, mut right) = a2.view_mut().split_at(Axis(2), k);
-    Zip::from(&mut left).and(re).par_for_each(|o, &x| *o = x);
-    Zip::from(&mut right).and(im).par_for_each(|o, &x| *o = x);
+    each!(Zip::from(&mut left).and(re), |o, &x| *o = x);
+    each!(Zip::from(&mut right).and(im), |o, &x| *o = x);
     Ok(a2)
 }
 
@@ -236,18 +253,11 @@ fn pack_b<T: ComplexPart>(
     let (top, bottom) = b2.view_mut().split_at(Axis(1), k);
     let (mut top_left, mut top_right) = top.split_at(Axis(2), n);
     let (mut bottom_left, mut bottom_right) = bottom.split_at(Axis(2), n);
-    Zip::from(&mut top_left)
-        .and(re)
-        .par_for_each(|o, &x| *o = x);
-    Zip::from(&mut top_right)
-        .and(im)
-        .par_for_each(|o, &x| *o = sb * x);
-    Zip::from(&mut bottom_left)
-        .and(im)
-        .par_for_each(|o, &x| *o = -(sa * sb) * x);
-    Zip::from(&mut bottom_right)
-        .and(re)
-        .par_for_each(|o, &x| *o = sa * x);
+    each!(Zip::from(&mut top_left).and(re), |o, &x| *o = x);
+    each!(Zip::from(&mut top_right).and(im), |o, &x| *o = sb * x);
+    each!(Zip::from(&mut bottom_left).and(im), |o, &x| *o =
+        -(sa * sb) * x);
+    each!(Zip::from(&mut bottom_right).and(re), |o, &x| *o = sa * x);
     Ok(b2)
 }
 
@@ -270,7 +280,7 @@ fn check_shapes(
 /// C = β·C, β = 0 writing zeros without reading C.
 fn scale<T: ComplexPart>(c: ArrayViewMut3<Complex<T>>, beta: Complex<f64>) {
     let zero = beta == Complex::new(0.0, 0.0);
-    Zip::from(c).par_for_each(|c| {
+    each!(Zip::from(c), |c| {
         let x = if zero {
             Complex::new(0.0, 0.0)
         } else {
