@@ -2025,4 +2025,16 @@ fn complex_runs_refuse_files_and_unknown_types() {
         &["run", "--dtype", "c32"],
         &["unknown dtype 'c32'", "c64, c128"],
     );
+    // Sizes past the host's memory or the address space: refused before any input exists,
+    // not an out-of-memory abort.
+    assert_refused(
+        &[
+            "run", "--dtype", "c64", "-m", "200000", "-k", "200000", "-n", "200000",
+        ],
+        &["host memory"],
+    );
+    assert_refused(
+        &["run", "--dtype", "c128", "-k", "9223372036854775807"],
+        &["too large", "256×9223372036854775807×256"],
+    );
 }

@@ -22,10 +22,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tilemm::complex::{Complex, ComplexPart};
+use tilemm::host::{self, Bytes};
 use tilemm::runtime::backend::{open_device, Backend};
 use tilemm::tune::{KernelChoice, TuneBudget};
 use tilemm::verify::{PRECISION_SIGMAS, RANDOM_RMS_OVER_MEAN};
-use tilemm::{Gemm, GemmRun, Result};
+use tilemm::{Gemm, GemmRun, Precision, Result, Shape};
 
 /// The complex types `run` takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -144,6 +145,7 @@ pub fn run_complex(options: &ComplexRunOptions) -> Result<ComplexReport> {
 }
 
 fn run_typed<T: ComplexPart>(o: &ComplexRunOptions) -> Result<ComplexReport> {
+    check_size::<T>(o)?;
     let mut notes = Vec::new();
     let gpu = open_device(o.backend, o.device, &mut notes)?;
     let mut rng = StdRng::seed_from_u64(o.seed);
@@ -218,6 +220,60 @@ fn run_typed<T: ComplexPart>(o: &ComplexRunOptions) -> Result<ComplexReport> {
         notes,
         pass,
     })
+}
+
+/// Refuses, before any input exists, what the packed real product (m×2k times 2k×2n, as
+/// `tilemm::complex` runs it) cannot describe and what this host cannot hold: the operands,
+/// a run's C and packed copies with their uploads, and the reference (C and its magnitudes in
+/// complex f64, one B in f64), so that a huge request fails with a message, not an
+/// out-of-memory abort.
+fn check_size<T: ComplexPart>(o: &ComplexRunOptions) -> Result<()> {
+    let twice = |x: usize| {
+        x.checked_mul(2).ok_or_else(|| tilemm::Error::TooLarge {
+            m: o.m,
+            k: o.k,
+            n: o.n,
+            why: "the packed real product's 2·K and 2·N overflow".into(),
+        })
+    };
+    let packed = Shape {
+        m: o.m,
+        k: twice(o.k)?,
+        n: twice(o.n)?,
+        batch: o.batch,
+        trans_a: false,
+        trans_b: false,
+        broadcast_a: false,
+        broadcast_b: false,
+        alpha: 1.0,
+        beta: 0.0,
+        precision: Precision::of(T::DTYPE),
+    }
+    .problem()
+    // The refusal names the complex product's own dimensions.
+    .map_err(|e| match e {
+        tilemm::Error::TooLarge { why, .. } => tilemm::Error::TooLarge {
+            m: o.m,
+            k: o.k,
+            n: o.n,
+            why: format!("{why} (as the packed real product, m×2k times 2k×2n)"),
+        },
+        e => e,
+    })?;
+    let part = std::mem::size_of::<T>();
+    // In reals: the packed A is A, the packed B twice B, P is C.
+    let (a, b2, c) = (
+        Bytes::of(packed.a_len(), part),
+        Bytes::of(packed.b_len(), part),
+        Bytes::of(packed.c_len(), part),
+    );
+    // A, B (half of B₂) and C₀; a run's C, A₂, B₂ and P, the uploads' copies of A₂ and B₂, C's
+    // download and its vector.
+    let inputs = a + b2 + c;
+    let run = c + a + b2 + c + (a + b2).times(2) + c.times(2);
+    let reference = c.times(2 * 16 / part as u64) + Bytes::of(o.k, 16).times(o.n as u64);
+    let margin = Bytes::exactly(256 << 20);
+    host::ensure_headroom(inputs + run + reference + margin, host::headroom().as_ref())
 }
 
 /// The stored matrices as used: transposed views where asked.
