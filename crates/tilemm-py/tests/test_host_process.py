@@ -140,6 +140,34 @@ def test_a_child_forked_after_the_parents_products_computes_or_refuses_never_han
         assert (kind, detail) == ("ok", True), detail
 
 
+def test_os_fork_child_computes_a_complex_product_after_the_parents():
+    # Complex products pack their parts in passes large enough to run on the CPU path's
+    # threads: a child forked after the parent's must get threads of its own.
+    z = np.ones((384, 384)) * (1 + 1j)
+    tilemm.matmul(z, z, device="cpu")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one product, its verdict through the pipe, and out
+        try:
+            ok = (tilemm.matmul(z, z, device="cpu") == 384 * 2j).all()
+            os.write(write, b"ok" if ok else b"wrong")
+        except BaseException as e:
+            os.write(write, repr(e).encode()[:200])
+        finally:
+            os._exit(0)
+    os.close(write)
+    import select
+
+    ready, _, _ = select.select([read], [], [], 60)
+    if not ready:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the os.fork child hung on a complex product")
+    verdict = os.read(read, 200)
+    os.waitpid(pid, 0)
+    assert verdict == b"ok", verdict
+
+
 def test_os_fork_child_computes_on_the_cpu_route():
     big = np.ones((384, 384))
     tilemm.matmul(big, big)

@@ -53,16 +53,19 @@ use crate::array::{Gemm, GemmRun};
 use crate::error::Result;
 use crate::types::element::Element;
 
-/// `zip.for_each(f)`, on the CPU path's threads where the pass is large enough to gain from
-/// them: LAPACK's tests make millions of tiny complex products, and a parallel pass costs
-/// thread wake-ups that a few hundred elements do not repay.
+/// `zip.for_each(f)`, on the CPU path's thread pool where the pass is large enough to gain from
+/// it (that pool, not rayon's global one: a child forked after the parent's products gets a pool
+/// of its own, where the global pool's threads are gone and a job sent there would wait
+/// forever). LAPACK's tests make millions of tiny complex products, and a parallel pass costs
+/// thread wake-ups that a few hundred elements do not repay. Evaluates to a `Result`.
 macro_rules! each {
     ($zip:expr, $f:expr) => {{
         let zip = $zip;
         if zip.size() >= PARALLEL_ELEMENTS {
-            zip.par_for_each($f)
+            crate::host::cpu::on_pool(|| zip.par_for_each($f))
         } else {
-            zip.for_each($f)
+            zip.for_each($f);
+            Ok(())
         }
     }};
 }
@@ -185,7 +188,7 @@ impl ComplexGemm<'_> {
         check_shapes(a.re.dim(), b.re.dim(), c.dim())?;
         if alpha == Complex::new(0.0, 0.0) {
             // C = β·C, A and B unread.
-            scale(c, beta);
+            scale(c, beta)?;
             return Ok(empty_run(start));
         }
         let n = c.dim().2;
@@ -220,7 +223,7 @@ impl ComplexGemm<'_> {
                 (false, true) => alpha * p + beta * c0,
             };
             *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
-        });
+        })?;
         run.time = start.elapsed();
         Ok(run)
     }
@@ -232,9 +235,9 @@ fn pack_a<T: ComplexPart>(re: &ArrayView3<T>, im: &ArrayView3<T>) -> Result<Arra
     let len = batch.saturating_mul(m).saturating_mul(2 * k);
     let data = crate::host::zeros::<T>(len, "A's parts side by side")?;
     let mut a2 = Array3::from_shape_vec((batch, m, 2 * k), data).expect("the length");
-    let (mut left, mut right) = a2.view_mut().split_at(Axis(2), k);
-    each!(Zip::from(&mut left).and(re), |o, &x| *o = x);
-    each!(Zip::from(&mut right).and(im), |o, &x| *o = x);
+    let (left, right) = a2.view_mut().split_at(Axis(2), k);
+    crate::host::copy_into(left, re.view())?;
+    crate::host::copy_into(right, im.view())?;
     Ok(a2)
 }
 
@@ -251,13 +254,17 @@ fn pack_b<T: ComplexPart>(
     let data = crate::host::zeros::<T>(len, "B's parts in four blocks")?;
     let mut b2 = Array3::from_shape_vec((batch, 2 * k, 2 * n), data).expect("the length");
     let (top, bottom) = b2.view_mut().split_at(Axis(1), k);
-    let (mut top_left, mut top_right) = top.split_at(Axis(2), n);
+    let (top_left, mut top_right) = top.split_at(Axis(2), n);
     let (mut bottom_left, mut bottom_right) = bottom.split_at(Axis(2), n);
-    each!(Zip::from(&mut top_left).and(re), |o, &x| *o = x);
-    each!(Zip::from(&mut top_right).and(im), |o, &x| *o = sb * x);
-    each!(Zip::from(&mut bottom_left).and(im), |o, &x| *o =
-        -(sa * sb) * x);
-    each!(Zip::from(&mut bottom_right).and(re), |o, &x| *o = sa * x);
+    crate::host::copy_into(top_left, re.view())?;
+    let signed = [
+        (&mut top_right, im.view(), sb),
+        (&mut bottom_left, im.view(), -(sa * sb)),
+        (&mut bottom_right, re.view(), sa),
+    ];
+    for (out, part, sign) in signed {
+        each!(Zip::from(out).and(part), |o, &x| *o = sign * x)?;
+    }
     Ok(b2)
 }
 
@@ -278,7 +285,7 @@ fn check_shapes(
 }
 
 /// C = β·C, β = 0 writing zeros without reading C.
-fn scale<T: ComplexPart>(c: ArrayViewMut3<Complex<T>>, beta: Complex<f64>) {
+fn scale<T: ComplexPart>(c: ArrayViewMut3<Complex<T>>, beta: Complex<f64>) -> Result<()> {
     let zero = beta == Complex::new(0.0, 0.0);
     each!(Zip::from(c), |c| {
         let x = if zero {
@@ -287,7 +294,7 @@ fn scale<T: ComplexPart>(c: ArrayViewMut3<Complex<T>>, beta: Complex<f64>) {
             beta * Complex::new(c.re.to_f64(), c.im.to_f64())
         };
         *c = Complex::new(T::from_f64(x.re), T::from_f64(x.im));
-    });
+    })
 }
 
 /// The run of a call that computed no product (α = 0).
