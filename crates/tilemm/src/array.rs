@@ -53,6 +53,7 @@ use crate::plan::panels::Schedule;
 use crate::plan::Plan;
 use crate::problem::{Layout, MatrixDesc, Precision, Problem};
 use crate::runtime::backend::{Backend, GpuSession};
+pub use crate::runtime::gpu::Moved;
 use crate::tune::{KernelChoice, TuneBudget, TuneReport};
 use crate::types::element::{Element, HostSlice};
 
@@ -93,7 +94,7 @@ pub fn register(arrays: &[&[u8]]) -> Result<crate::runtime::register::Registrati
 
 /// Where a product is computed.
 #[derive(Clone, Copy)]
-enum Target<'s> {
+pub(crate) enum Target<'s> {
     /// The fastest route found (see the module's documentation).
     Auto,
     /// This open session.
@@ -157,12 +158,12 @@ impl Resolved<'_> {
 /// [`product`](Gemm::product) into a new array or [`write`](Gemm::write) into a view.
 #[derive(Clone, Copy)]
 pub struct Gemm<'s> {
-    target: Target<'s>,
-    kernel: KernelChoice,
+    pub(crate) target: Target<'s>,
+    pub(crate) kernel: KernelChoice,
     /// `None`: the settings' ([`Settings::tune_budget`]).
-    budget: Option<TuneBudget>,
-    alpha: f64,
-    beta: f64,
+    pub(crate) budget: Option<TuneBudget>,
+    pub(crate) alpha: f64,
+    pub(crate) beta: f64,
 }
 
 impl Default for Gemm<'static> {
@@ -461,6 +462,7 @@ impl<'s> Gemm<'s> {
             schedule: None,
             kernel: None,
             time: Duration::ZERO,
+            moved: Moved::default(),
         };
         if stop() {
             return Err(Error::Interrupted);
@@ -492,6 +494,7 @@ impl<'s> Gemm<'s> {
                 )?;
                 done.schedule = Some(run.schedule);
                 done.kernel = Some(run.kernel);
+                done.moved = run.moved;
             }
             _ => {
                 let problem = lent_problem;
@@ -563,11 +566,14 @@ pub struct GemmRun {
     pub kernel: Option<Duration>,
     /// The whole call, staging and tuning included.
     pub time: Duration,
+    /// Bytes copied between the host and the device (none on the CPU route, none for device
+    /// arrays' own elements).
+    pub moved: Moved,
 }
 
 /// Who reads an [`Operand`], and so what it may be.
 #[derive(Clone, Copy)]
-enum Reader {
+pub(crate) enum Reader {
     /// The CPU route: any view with non-negative strides, as it is.
     Cpu,
     /// An upload: one unit stride, no zero stride within a matrix, and a span of little more
@@ -579,7 +585,7 @@ enum Reader {
 
 /// A matrix (or a batch) as a route reads it: the caller's view where it lies, or a dense copy
 /// when the reader cannot take the view.
-struct Operand<'v, T> {
+pub(crate) struct Operand<'v, T> {
     /// The copy, when one was made.
     copy: Option<Vec<T>>,
     /// Element (0, 0) of the first matrix.
@@ -587,12 +593,12 @@ struct Operand<'v, T> {
     /// Elements from `at` to the last one read, inclusive.
     span: usize,
     /// Where the elements are, from `at`.
-    desc: MatrixDesc,
+    pub(crate) desc: MatrixDesc,
     view: std::marker::PhantomData<&'v [T]>,
 }
 
 impl<'v, T: Element> Operand<'v, T> {
-    fn new(view: ArrayView3<'v, T>, reader: Reader, what: &str) -> Result<Self> {
+    pub(crate) fn new(view: ArrayView3<'v, T>, reader: Reader, what: &str) -> Result<Self> {
         let batch = view.dim().0;
         let lent = described(&view).filter(|desc| match reader {
             Reader::Cpu => true,
@@ -635,7 +641,7 @@ impl<'v, T: Element> Operand<'v, T> {
     }
 
     /// The elements from the first to the last read, gaps between a view's elements included.
-    fn lend(&self) -> HostSlice<'_> {
+    pub(crate) fn lend(&self) -> HostSlice<'_> {
         // SAFETY: `at` and `span` cover the view's elements, all of them inside one
         // allocation (ndarray's views never leave theirs), which the view borrows for 'v; or
         // the copy this operand owns. The bytes between the elements are only read, copied
@@ -685,7 +691,7 @@ fn same_elements(a: &MatrixDesc, b: &MatrixDesc, batch: usize) -> bool {
 
 /// A dense layout for `view`'s elements: in its memory order where it has one (per matrix),
 /// else along its shorter stride; a batch of 1 is a broadcast.
-fn dense<T>(view: &ArrayView3<T>) -> MatrixDesc {
+pub(crate) fn dense<T>(view: &ArrayView3<T>) -> MatrixDesc {
     let (batch, rows, cols) = view.dim();
     let strides = view.strides();
     let flipped = view.view().permuted_axes([0, 2, 1]);
@@ -709,6 +715,6 @@ fn dense<T>(view: &ArrayView3<T>) -> MatrixDesc {
 }
 
 /// `desc`'s strides as ndarray takes them (batch, row, column).
-fn strides_of(desc: &MatrixDesc) -> (usize, usize, usize) {
+pub(crate) fn strides_of(desc: &MatrixDesc) -> (usize, usize, usize) {
     (desc.batch_stride, desc.row_stride, desc.col_stride)
 }

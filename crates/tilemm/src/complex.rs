@@ -308,5 +308,6 @@ fn empty_run(start: std::time::Instant) -> GemmRun {
         schedule: None,
         kernel: None,
         time: start.elapsed(),
+        moved: Default::default(),
     }
 }

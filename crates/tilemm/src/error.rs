@@ -191,6 +191,11 @@ pub enum Error {
         reason: String,
     },
 
+    /// Device arrays of one product on different devices, or a device array used on another
+    /// device than it lives on.
+    #[error("{0}")]
+    DeviceMismatch(String),
+
     /// The device or its runtime reported an error.
     #[error("device error on {device}: {reason}")]
     Device {
@@ -232,7 +237,9 @@ impl Error {
             | Error::DataLength { .. }
             | Error::MissingOperand(_) => ErrorKind::Shape,
             Error::Precision(_) => ErrorKind::DType,
-            Error::InvalidScalar(_) | Error::Setting { .. } => ErrorKind::Argument,
+            Error::InvalidScalar(_) | Error::Setting { .. } | Error::DeviceMismatch(_) => {
+                ErrorKind::Argument
+            }
             Error::NoKernel(_)
             | Error::TypeUnavailable { .. }
             | Error::NotBuilt { .. }

@@ -41,6 +41,7 @@
 pub mod array;
 pub mod complex;
 pub mod device;
+pub mod device_array;
 pub mod dispatch;
 mod error;
 pub mod host;
@@ -54,9 +55,10 @@ pub mod tune;
 pub mod types;
 pub mod verify;
 
-pub use array::{matmul, register, Gemm, GemmRun, Route};
+pub use array::{matmul, register, Gemm, GemmRun, Moved, Route};
 pub use complex::{Complex, ComplexGemm};
 pub use device::{DeviceInfo, DeviceKind, DeviceLimits, MatrixUnit};
+pub use device_array::DeviceArray;
 pub use dispatch::{DeviceSpec, Settings};
 pub use error::{one_line, panic_message, Error, ErrorKind, Result, Unavailable};
 pub use kernels::{Config, Kernel};

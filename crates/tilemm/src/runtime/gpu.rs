@@ -1,6 +1,7 @@
 //! A device session on a CubeCL runtime: matrices uploaded once and kept resident, products
 //! launched on them any number of times, results downloaded when asked for.
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use cubecl::future::block_on;
@@ -112,6 +113,17 @@ pub struct GpuRun {
     /// How it ran: panels, launches, and how often C was rounded (for
     /// [`Reference::check_passes`](crate::verify::Reference::check_passes)).
     pub schedule: Schedule,
+    /// Bytes copied from the host to the device, and back.
+    pub moved: Moved,
+}
+
+/// Bytes a product copied between the host and the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Moved {
+    /// From the host to the device.
+    pub to_device: u64,
+    /// From the device to the host.
+    pub from_device: u64,
 }
 
 /// Where a GPU product's time went, its result delivered elsewhere.
@@ -127,6 +139,8 @@ pub struct Phases {
     pub download: Duration,
     /// How it ran.
     pub schedule: Schedule,
+    /// Bytes copied between the host and the device.
+    pub moved: Moved,
 }
 
 impl Phases {
@@ -139,6 +153,7 @@ impl Phases {
             kernel: self.kernel,
             download: self.download,
             schedule: self.schedule,
+            moved: self.moved,
         }
     }
 }
@@ -428,13 +443,106 @@ impl<R: Runtime> Session<R> {
         b: &DeviceMatrix,
         c: &DeviceMatrix,
     ) -> Result<Launches> {
+        self.enqueue_with(problem, plan, [a, b, c], false)
+    }
+
+    /// [`Session::enqueue`] where C may share memory with A or B: the product is summed apart
+    /// (in partials of the accumulator's type) and only then added into C, so no kernel reads
+    /// an element of A or B that another has already overwritten.
+    pub fn enqueue_apart(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        self.enqueue_with(problem, plan, [a, b, c], true)
+    }
+
+    fn enqueue_with(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        [a, b, c]: [&DeviceMatrix; 3],
+        apart: bool,
+    ) -> Result<Launches> {
         self.check_process()?;
         check_resident(problem, [a, b, c])?;
         // Kernels see a row-major or strided C: a column-major one is computed as Cᵀ = BᵀAᵀ.
         let (canonical, swapped) = problem.canonical();
         let launches = plan.check(&canonical, &self.info)?;
-        self.launch(plan, &canonical, swapped, &launches, [a, b, c]);
+        self.launch(plan, &canonical, swapped, &launches, [a, b, c], apart);
         Ok(launches)
+    }
+
+    /// A new device buffer of `len` elements of `dtype`, uninitialised, held in its own type
+    /// (bf16 only where the device has it).
+    pub fn empty(&self, dtype: DType, len: usize) -> Result<DeviceMatrix> {
+        self.holds(dtype)?;
+        let bytes = len.max(1).saturating_mul(dtype.size_bytes());
+        self.check_buffer(bytes as u64)?;
+        Ok(DeviceMatrix {
+            handle: self.client.empty(bytes),
+            len,
+            words: len,
+            dtype,
+            stored: Stored::Native,
+        })
+    }
+
+    /// Refuses a `dtype` this device cannot hold in its own type (and compute in).
+    pub fn holds(&self, dtype: DType) -> Result<()> {
+        self.check_process()?;
+        self.info
+            .types
+            .check(crate::types::Precision::of(dtype), &self.info.name)?;
+        if dtype == DType::BF16 && !self.info.types.bf16 {
+            return Err(Error::TypeUnavailable {
+                dtype,
+                device: self.info.name.clone(),
+                missing: "bf16 storage",
+                remedy: "the cpu backend computes every dtype",
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a buffer of `bytes` past what one binding of this device can hold.
+    pub(crate) fn check_buffer(&self, bytes: u64) -> Result<()> {
+        let limit = self.info.limits.max_binding_bytes;
+        if bytes > limit {
+            return Err(Error::DeviceLimit {
+                what: "a device array".into(),
+                needed: format!("{bytes} bytes"),
+                limit: format!("{limit} bytes in one buffer binding"),
+                device: self.info.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Elements `range` of a buffer held in its own type, back on the host: the bytes from the
+    /// range's first word to the buffer's end cross the link (CubeCL's buffers are padded past
+    /// their length by an amount it does not say, so a read cannot be cut short of the end).
+    pub fn download_range(&self, m: &DeviceMatrix, range: Range<usize>) -> Result<HostData> {
+        self.check_process()?;
+        if m.stored != Stored::Native || range.end > m.len || range.start > range.end {
+            return Err(Error::InvalidView(format!(
+                "elements {range:?} of a device buffer of {} ({:?})",
+                m.len, m.stored
+            )));
+        }
+        let size = m.dtype.size_bytes();
+        // Copies between buffers start at whole 4-byte words (wgpu's alignment).
+        let first = range.start * size / 4 * 4;
+        let skip = range.start * size - first;
+        let bytes = self
+            .client
+            .read_one(m.handle.clone().offset_start(first as u64))
+            .map_err(|e| self.error(e.to_string()))?;
+        let bytes = &bytes[skip..skip + range.len() * size];
+        host::copy_of_slice(lent_bytes(bytes, m.dtype), "a device array's elements")
     }
 
     /// [`Session::enqueue`] for a product scheduled once ([`Session::schedule`]): what repeated
@@ -461,12 +569,14 @@ impl<R: Runtime> Session<R> {
             schedule.swapped,
             &launches,
             [a, b, c],
+            false,
         );
         Ok(launches)
     }
 
     /// Launches `plan` over `canonical` as `launches` say (checked by the caller), A and B
-    /// swapped where `canonical` computes Cᵀ = Bᵀ·Aᵀ.
+    /// swapped where `canonical` computes Cᵀ = Bᵀ·Aᵀ; `apart`: through partials, C written
+    /// only once the whole product is summed.
     fn launch(
         &self,
         plan: &Plan,
@@ -474,6 +584,7 @@ impl<R: Runtime> Session<R> {
         swapped: bool,
         launches: &Launches,
         [a, b, c]: [&DeviceMatrix; 3],
+        apart: bool,
     ) {
         let (a, b) = if swapped { (b, a) } else { (a, b) };
         let packed = a.stored == Stored::PackedBf16;
@@ -484,7 +595,7 @@ impl<R: Runtime> Session<R> {
             (&c.handle, c.words),
         ];
         let batch = canonical.batch as u32;
-        if launches.uses_partials(canonical, packed) {
+        if apart || launches.uses_partials(canonical, packed) {
             self.enqueue_partials(plan, canonical, launches, handles, packed);
             return;
         }
@@ -786,6 +897,11 @@ impl<R: Runtime> Session<R> {
         }
 
         let start = Instant::now();
+        let to_device = [Some(a), Some(b), c0]
+            .iter()
+            .flatten()
+            .map(|x| x.as_bytes().len() as u64)
+            .sum();
         let a = self.upload_lent(a)?;
         let b = self.upload_lent(b)?;
         let c = self.output_lent(problem, c0)?;
@@ -796,7 +912,14 @@ impl<R: Runtime> Session<R> {
         let start = Instant::now();
         let (canonical, launches) = (&schedule.canonical, &schedule.launches);
         let kernel = self.profile::<Error>(|| {
-            self.launch(plan, canonical, schedule.swapped, launches, [&a, &b, &c]);
+            self.launch(
+                plan,
+                canonical,
+                schedule.swapped,
+                launches,
+                [&a, &b, &c],
+                false,
+            );
             Ok(())
         })?;
         self.sync()?;
@@ -811,6 +934,10 @@ impl<R: Runtime> Session<R> {
             kernel,
             download,
             schedule: *schedule,
+            moved: Moved {
+                to_device,
+                from_device: (c.words * stored_size(&c)) as u64,
+            },
         })
     }
 
@@ -863,10 +990,11 @@ impl<R: Runtime> Session<R> {
             c_block: None,
             upload: Duration::ZERO,
             download: Duration::ZERO,
+            moved: Moved::default(),
         };
         let pieces = engine.blocks.len();
         transfer::run(&mut engine, pieces, PANEL_SLOTS)?;
-        let (upload, mut download) = (engine.upload, engine.download);
+        let (upload, mut download, moved) = (engine.upload, engine.download, engine.moved);
         let launch = start.elapsed().saturating_sub(upload + download);
         // The device's own time is not taken block by block (that would wait for each): the
         // kernels' share of the pipeline is what the host saw.
@@ -883,6 +1011,7 @@ impl<R: Runtime> Session<R> {
             kernel,
             download,
             schedule: *schedule,
+            moved,
         })
     }
 
@@ -929,6 +1058,7 @@ struct PanelEngine<'s, 'h, R: Runtime> {
     c_block: Option<DeviceMatrix>,
     upload: Duration,
     download: Duration,
+    moved: Moved,
 }
 
 impl<R: Runtime> transfer::Engine for PanelEngine<'_, '_, R> {
@@ -954,6 +1084,7 @@ impl<R: Runtime> transfer::Engine for PanelEngine<'_, '_, R> {
     fn upload(&mut self, _piece: usize, slot: usize) -> Result<()> {
         let start = Instant::now();
         let (sub, a, b) = self.staged[slot].take().expect("staged before its upload");
+        self.moved.to_device += (a.lend().as_bytes().len() + b.lend().as_bytes().len()) as u64;
         let a = self.session.upload(&a)?;
         let b = self.session.upload(&b)?;
         self.resident[slot] = Some((sub, a, b));
@@ -981,6 +1112,9 @@ impl<R: Runtime> transfer::Engine for PanelEngine<'_, '_, R> {
             } else {
                 None
             };
+            if let Some(c0) = &c0 {
+                self.moved.to_device += c0.lend().as_bytes().len() as u64;
+            }
             self.c_block = Some(self.session.output(sub, c0.as_ref())?);
             self.upload += start.elapsed();
         }
@@ -992,6 +1126,7 @@ impl<R: Runtime> transfer::Engine for PanelEngine<'_, '_, R> {
         if block.depth.end == self.problem.k {
             let start = Instant::now();
             let done = self.session.download(c_dev)?;
+            self.moved.from_device += (c_dev.words * stored_size(c_dev)) as u64;
             panels::scatter(self.c, &self.problem.c, at, &done, &sub.c);
             self.download += start.elapsed();
         }
@@ -1000,6 +1135,14 @@ impl<R: Runtime> transfer::Engine for PanelEngine<'_, '_, R> {
 
     fn wait(&mut self, _event: &()) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Bytes per element of the buffer as the device holds it.
+fn stored_size(m: &DeviceMatrix) -> usize {
+    match m.stored {
+        Stored::Native => m.dtype.size_bytes(),
+        Stored::PackedBf16 | Stored::WidenedF32 => 4,
     }
 }
 

@@ -183,3 +183,51 @@ pub fn register(index: usize, arrays: &[&[u8]]) -> Result<crate::runtime::regist
         }
     })
 }
+
+/// The device address of `handle`'s first byte, once CubeCL's queued work has finished (so
+/// that another library may use the memory on any stream).
+pub(crate) fn device_pointer(
+    session: &Session<CudaRuntime>,
+    handle: &cubecl::server::Handle,
+) -> Result<u64> {
+    let client = session.client();
+    let fail = |e: String| Error::Device {
+        device: session.info().name.clone(),
+        reason: format!("cannot take a device array's address: {e}"),
+    };
+    let resource = client
+        .get_resource(handle.clone())
+        .map_err(|e| fail(format!("{e:?}")))?;
+    cubecl::future::block_on(client.sync()).map_err(|e| fail(e.to_string()))?;
+    Ok(resource.resource().ptr)
+}
+
+/// Copies `bytes` from device memory at `from` (another library's array, ready once its
+/// `stream` has finished) into `into`, a new buffer of CubeCL's on the same device.
+pub(crate) fn copy_from_pointer(
+    session: &Session<CudaRuntime>,
+    from: u64,
+    into: &cubecl::server::Handle,
+    bytes: usize,
+    stream: Option<u64>,
+) -> Result<()> {
+    let fail = |e: String| Error::Device {
+        device: session.info().name.clone(),
+        reason: format!("cannot copy another library's device array: {e}"),
+    };
+    let context =
+        cudarc::driver::CudaContext::new(session.info().index).map_err(|e| fail(e.to_string()))?;
+    context.bind_to_thread().map_err(|e| fail(e.to_string()))?;
+    if let Some(stream) = stream {
+        // SAFETY: the producer named this stream (1: the legacy default, 2: per thread, else
+        // a handle it keeps alive while the array is exchanged).
+        unsafe { result::stream::synchronize(stream as sys::CUstream) }
+            .map_err(|e| fail(format!("waiting for the array's stream: {e}")))?;
+    }
+    // After CubeCL's queued work (the new buffer is allocated in stream order).
+    let to = device_pointer(session, into)?;
+    // SAFETY: `into` holds at least `bytes` (allocated for them); the caller vouches for
+    // `bytes` readable bytes at `from` on this device, ready after the stream wait above.
+    unsafe { result::memcpy_dtod_sync(to, from, bytes) }.map_err(|e| fail(e.to_string()))?;
+    result::ctx::synchronize().map_err(|e| fail(e.to_string()))
+}

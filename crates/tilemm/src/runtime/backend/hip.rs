@@ -136,3 +136,67 @@ pub fn register(index: usize, arrays: &[&[u8]]) -> Result<crate::runtime::regist
         }
     })
 }
+
+/// The device address of `handle`'s first byte, once CubeCL's queued work has finished (so
+/// that another library may use the memory on any stream).
+pub(crate) fn device_pointer(
+    session: &Session<HipRuntime>,
+    handle: &cubecl::server::Handle,
+) -> Result<u64> {
+    let client = session.client();
+    let fail = |e: String| Error::Device {
+        device: session.info().name.clone(),
+        reason: format!("cannot take a device array's address: {e}"),
+    };
+    let resource = client
+        .get_resource(handle.clone())
+        .map_err(|e| fail(format!("{e:?}")))?;
+    cubecl::future::block_on(client.sync()).map_err(|e| fail(e.to_string()))?;
+    Ok(resource.resource().ptr as u64)
+}
+
+/// Copies `bytes` from device memory at `from` (another library's array, ready once its
+/// `stream` has finished) into `into`, a new buffer of CubeCL's on the same device.
+pub(crate) fn copy_from_pointer(
+    session: &Session<HipRuntime>,
+    from: u64,
+    into: &cubecl::server::Handle,
+    bytes: usize,
+    stream: Option<u64>,
+) -> Result<()> {
+    let fail = |what: &str, status: hip::hipError_t| Error::Device {
+        device: session.info().name.clone(),
+        reason: format!("cannot copy another library's device array: {what}: error {status}"),
+    };
+    // SAFETY: selects the device for this thread's HIP calls.
+    let status = unsafe { hip::hipSetDevice(session.info().index as i32) };
+    if status != hip::hipError_t_hipSuccess {
+        return Err(fail("hipSetDevice", status));
+    }
+    if let Some(stream) = stream {
+        // SAFETY: the producer named this stream and keeps it alive during the exchange.
+        let status = unsafe { hip::hipStreamSynchronize(stream as hip::hipStream_t) };
+        if status != hip::hipError_t_hipSuccess {
+            return Err(fail("hipStreamSynchronize", status));
+        }
+    }
+    let to = device_pointer(session, into)?;
+    // SAFETY: `into` holds at least `bytes`; the caller vouches for `bytes` readable bytes at
+    // `from` on this device, ready after the stream wait above.
+    let status = unsafe {
+        hip::hipMemcpyDtoD(
+            to as hip::hipDeviceptr_t,
+            from as hip::hipDeviceptr_t,
+            bytes,
+        )
+    };
+    if status != hip::hipError_t_hipSuccess {
+        return Err(fail("hipMemcpyDtoD", status));
+    }
+    // SAFETY: waits for this thread's device.
+    let status = unsafe { hip::hipDeviceSynchronize() };
+    if status != hip::hipError_t_hipSuccess {
+        return Err(fail("hipDeviceSynchronize", status));
+    }
+    Ok(())
+}

@@ -309,6 +309,107 @@ impl GpuSession {
         self.guarded(|| with_session!(self, s => s.download(c)))
     }
 
+    /// Copies host memory where it lies to a new device buffer; see [`Session::upload`].
+    pub fn upload_lent(&self, data: HostSlice<'_>) -> Result<DeviceMatrix> {
+        self.guarded(|| {
+            with_session!(self, s => {
+                s.check_buffer(data.as_bytes().len() as u64)?;
+                s.upload_lent(data)
+            })
+        })
+    }
+
+    /// Refuses a dtype the device cannot hold in its own type; see [`Session::holds`].
+    pub fn holds(&self, dtype: crate::problem::DType) -> Result<()> {
+        with_session!(self, s => s.holds(dtype))
+    }
+
+    /// A new uninitialised device buffer; see [`Session::empty`].
+    pub fn empty(&self, dtype: crate::problem::DType, len: usize) -> Result<DeviceMatrix> {
+        self.guarded(|| with_session!(self, s => s.empty(dtype, len)))
+    }
+
+    /// Elements of a buffer back on the host; see [`Session::download_range`].
+    pub fn download_range(
+        &self,
+        m: &DeviceMatrix,
+        range: std::ops::Range<usize>,
+    ) -> Result<HostData> {
+        self.guarded(|| with_session!(self, s => s.download_range(m, range)))
+    }
+
+    /// Enqueues the product on resident matrices, C possibly sharing memory with A or B; see
+    /// [`Session::enqueue_apart`].
+    pub fn enqueue_apart(
+        &self,
+        problem: &Problem,
+        plan: &Plan,
+        a: &DeviceMatrix,
+        b: &DeviceMatrix,
+        c: &DeviceMatrix,
+    ) -> Result<Launches> {
+        self.guarded(|| with_session!(self, s => s.enqueue_apart(problem, plan, a, b, c)))
+    }
+
+    /// The device address of a buffer's first byte, once every queued kernel has finished
+    /// (so that another library may read or write it on any stream): CUDA and HIP.
+    pub fn device_pointer(&self, m: &DeviceMatrix) -> Result<u64> {
+        self.check_process()?;
+        #[allow(unreachable_patterns)]
+        match self {
+            #[cfg(feature = "cuda")]
+            GpuSession::Cuda(s) => return self.guarded(|| cuda::device_pointer(s, &m.handle)),
+            #[cfg(feature = "hip")]
+            GpuSession::Hip(s) => return self.guarded(|| hip::device_pointer(s, &m.handle)),
+            _ => {}
+        }
+        let _ = m;
+        Err(self.no_pointers())
+    }
+
+    /// A new buffer of `len` elements of `dtype` copied from device memory at `address` (another
+    /// library's array on this device), after `stream` (that library's, where it names one)
+    /// has finished: one copy on the device (CubeCL cannot wrap memory it did not allocate).
+    /// CUDA and HIP.
+    pub fn copy_from_pointer(
+        &self,
+        address: u64,
+        dtype: crate::problem::DType,
+        len: usize,
+        stream: Option<u64>,
+    ) -> Result<DeviceMatrix> {
+        self.check_process()?;
+        let bytes = len * dtype.size_bytes();
+        #[allow(unreachable_patterns)]
+        match self {
+            #[cfg(feature = "cuda")]
+            GpuSession::Cuda(s) => {
+                let matrix = self.empty(dtype, len)?;
+                self.guarded(|| {
+                    cuda::copy_from_pointer(s, address, &matrix.handle, bytes, stream)
+                })?;
+                return Ok(matrix);
+            }
+            #[cfg(feature = "hip")]
+            GpuSession::Hip(s) => {
+                let matrix = self.empty(dtype, len)?;
+                self.guarded(|| hip::copy_from_pointer(s, address, &matrix.handle, bytes, stream))?;
+                return Ok(matrix);
+            }
+            _ => {}
+        }
+        let _ = (address, bytes, stream);
+        Err(self.no_pointers())
+    }
+
+    fn no_pointers(&self) -> Error {
+        Error::NoDevice(format!(
+            "{} buffers have no device address another library can use: the CUDA Array \
+             Interface and DLPack need a CUDA (or HIP) device",
+            self.backend()
+        ))
+    }
+
     /// The device's time for the work `work` enqueues; see [`Session::profile`].
     pub fn profile<E: From<Error> + Send>(
         &self,
