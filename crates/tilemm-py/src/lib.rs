@@ -79,7 +79,7 @@ fn write<I, O>(
     py: Python<'_>,
     gemm: Gemm<'static>,
     [a, b, out]: [&Bound<'_, PyAny>; 3],
-) -> PyResult<(String, f64)>
+) -> PyResult<Done>
 where
     I: tilemm::Element + numpy::Element,
     O: tilemm::Element + numpy::Element,
@@ -103,7 +103,7 @@ fn write_complex<T>(
     gemm: Gemm<'static>,
     (alpha, beta): (tilemm::Complex<f64>, tilemm::Complex<f64>),
     [a, b, out]: [&Bound<'_, PyAny>; 3],
-) -> PyResult<(String, f64)>
+) -> PyResult<Done>
 where
     T: tilemm::complex::ComplexPart,
     tilemm::Complex<T>: numpy::Element,
@@ -122,9 +122,13 @@ where
     })
 }
 
+/// What a product did: its route, the library's time for it (seconds), and the bytes it copied
+/// to the device and back.
+type Done = (String, f64, u64, u64);
+
 /// Runs `product` (with the GIL released; where it is `work` multiply-adds or more, on a
 /// thread of its own that ^C can stop) and returns its route and time.
-fn finish<'a, P>(py: Python<'_>, work: usize, product: P) -> PyResult<(String, f64)>
+fn finish<'a, P>(py: Python<'_>, work: usize, product: P) -> PyResult<Done>
 where
     P: FnOnce(&(dyn Fn() -> bool + Sync)) -> tilemm::Result<tilemm::GemmRun> + Send + 'a,
 {
@@ -137,7 +141,12 @@ where
         }
     };
     let run = run.map_err(|e| to_py(py, e))?;
-    Ok((run.route.to_string(), run.time.as_secs_f64()))
+    Ok((
+        run.route.to_string(),
+        run.time.as_secs_f64(),
+        run.moved.to_device,
+        run.moved.from_device,
+    ))
 }
 
 /// Products of at least this many multiply-adds (512³) run where ^C can stop them: smaller
@@ -215,7 +224,7 @@ fn gemm<'py>(
     kernel: &str,
     backend: Option<&str>,
     index: Option<usize>,
-) -> PyResult<(String, f64)> {
+) -> PyResult<Done> {
     // (real, imaginary): the package passes real scalars (imaginary 0) to a real product.
     let gemm = configured(py, alpha.0, beta.0, kernel, backend, index)?;
     let (alpha, beta) = (
@@ -494,8 +503,528 @@ fn run(
     Ok((json, report.to_string()))
 }
 
+/// A device array of one of the types device arrays hold.
+enum Typed {
+    F16(tilemm::DeviceArray<'static, half::f16>),
+    BF16(tilemm::DeviceArray<'static, half::bf16>),
+    F32(tilemm::DeviceArray<'static, f32>),
+    F64(tilemm::DeviceArray<'static, f64>),
+}
+
+macro_rules! with_typed {
+    ($typed:expr, $x:ident => $body:expr) => {
+        match $typed {
+            Typed::F16($x) => $body,
+            Typed::BF16($x) => $body,
+            Typed::F32($x) => $body,
+            Typed::F64($x) => $body,
+        }
+    };
+}
+
+impl Typed {
+    fn session(&self) -> &'static tilemm::GpuSession {
+        with_typed!(self, x => x.session())
+    }
+}
+
+/// A device buffer (`tilemm.DeviceArray`'s memory; the package keeps each view's shape, strides
+/// and offset): freed by `free` or when no view holds it.
+#[pyclass(name = "DeviceBuffer", module = "tilemm._tilemm", frozen)]
+struct DeviceBuffer {
+    inner: std::sync::RwLock<Option<Typed>>,
+    /// numpy's name of its dtype.
+    #[pyo3(get)]
+    dtype: &'static str,
+    /// Elements it holds.
+    #[pyo3(get)]
+    len: usize,
+    /// Its device: backend, index, name.
+    #[pyo3(get)]
+    backend: String,
+    #[pyo3(get)]
+    index: usize,
+    #[pyo3(get)]
+    device: String,
+}
+
+impl DeviceBuffer {
+    fn new(typed: Typed) -> Self {
+        let gpu = typed.session();
+        let (dtype, len) = match &typed {
+            Typed::F16(x) => ("float16", x.buffer_len()),
+            Typed::BF16(x) => ("bfloat16", x.buffer_len()),
+            Typed::F32(x) => ("float32", x.buffer_len()),
+            Typed::F64(x) => ("float64", x.buffer_len()),
+        };
+        DeviceBuffer {
+            inner: std::sync::RwLock::new(Some(typed)),
+            dtype,
+            len,
+            backend: gpu.backend().to_string(),
+            index: gpu.info().index,
+            device: gpu.info().name.clone(),
+        }
+    }
+
+    /// The buffer, or the error a freed one raises.
+    fn typed(&self, py: Python<'_>) -> PyResult<std::sync::RwLockReadGuard<'_, Option<Typed>>> {
+        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            return Err(raise(
+                py,
+                "FreedArrayError",
+                "this device array was freed (DeviceArray.free): it has no memory left to use"
+                    .into(),
+            ));
+        }
+        Ok(guard)
+    }
+}
+
+#[pymethods]
+impl DeviceBuffer {
+    /// Gives the memory back now (every view of it then refuses to be used).
+    fn free(&self) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Whether it was freed.
+    #[getter]
+    fn freed(&self) -> bool {
+        self.inner
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
+    /// Elements `start..stop` back on the host, as a new 1-D numpy array (waits for the
+    /// products that write them).
+    fn read<'py>(&self, py: Python<'py>, start: usize, stop: usize) -> PyResult<Bound<'py, PyAny>> {
+        let guard = self.typed(py)?;
+        let typed = guard.as_ref().expect("checked");
+        fn span<'py, T: tilemm::Element + numpy::Element>(
+            py: Python<'py>,
+            x: &tilemm::DeviceArray<'static, T>,
+            start: usize,
+            stop: usize,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let desc = tilemm::MatrixDesc::row_major(1, stop.saturating_sub(start));
+            let view = x
+                .view(
+                    1,
+                    tilemm::MatrixDesc {
+                        offset: start,
+                        ..desc
+                    },
+                )
+                .map_err(|e| to_py(py, e))?;
+            let data = py.detach(|| view.to_host()).map_err(|e| to_py(py, e))?;
+            let flat = data.into_shape_with_order(stop - start).expect("one row");
+            Ok(numpy::PyArray1::from_owned_array(py, flat).into_any())
+        }
+        with_typed!(typed, x => span(py, x, start, stop))
+    }
+
+    /// The device address of its first element (CUDA, HIP), once queued products finished.
+    fn pointer(&self, py: Python<'_>) -> PyResult<u64> {
+        let guard = self.typed(py)?;
+        let typed = guard.as_ref().expect("checked");
+        py.detach(|| with_typed!(typed, x => x.device_pointer()))
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// Whether `other` lives on the same device.
+    fn same_device(&self, other: &DeviceBuffer) -> bool {
+        (&self.backend, self.index) == (&other.backend, other.index)
+    }
+
+    /// A DLPack capsule ("dltensor", DLManagedTensor) of the view at `offset` (elements) with
+    /// `shape` and `strides` (elements), keeping `owner` (the DeviceArray) alive until the
+    /// consumer lets go.
+    fn dlpack<'py>(
+        &self,
+        py: Python<'py>,
+        owner: Py<PyAny>,
+        offset: usize,
+        shape: Vec<i64>,
+        strides: Vec<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let device_type = match self.backend.as_str() {
+            "cuda" => dlpack::CUDA,
+            "hip" => dlpack::ROCM,
+            other => {
+                return Err(PyErr::new::<pyo3::exceptions::PyBufferError, _>(format!(
+                    "DLPack exports CUDA and HIP device arrays; this one lives on {other}"
+                )))
+            }
+        };
+        let base = self.pointer(py)?;
+        let size = match self.dtype {
+            "float16" | "bfloat16" => 2,
+            "float32" => 4,
+            _ => 8,
+        };
+        let code = match self.dtype {
+            "bfloat16" => dlpack::BFLOAT,
+            _ => dlpack::FLOAT,
+        };
+        dlpack::capsule(
+            py,
+            dlpack::Export {
+                data: base + (offset * size) as u64,
+                device: (device_type, self.index as i32),
+                dtype: (code, (size * 8) as u8),
+                shape,
+                strides,
+                owner,
+            },
+        )
+    }
+}
+
+/// DLPack's C structures (v0.8, the unversioned `dltensor` capsule every consumer reads).
+mod dlpack {
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+    use std::ffi::{c_void, CStr};
+
+    pub const CUDA: i32 = 2;
+    pub const ROCM: i32 = 10;
+    pub const FLOAT: u8 = 2;
+    pub const BFLOAT: u8 = 4;
+
+    #[repr(C)]
+    struct DLDevice {
+        device_type: i32,
+        device_id: i32,
+    }
+
+    #[repr(C)]
+    struct DLDataType {
+        code: u8,
+        bits: u8,
+        lanes: u16,
+    }
+
+    #[repr(C)]
+    struct DLTensor {
+        data: *mut c_void,
+        device: DLDevice,
+        ndim: i32,
+        dtype: DLDataType,
+        shape: *mut i64,
+        strides: *mut i64,
+        byte_offset: u64,
+    }
+
+    #[repr(C)]
+    struct DLManagedTensor {
+        dl_tensor: DLTensor,
+        manager_ctx: *mut c_void,
+        deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+    }
+
+    /// What a capsule hands over.
+    pub struct Export {
+        pub data: u64,
+        pub device: (i32, i32),
+        pub dtype: (u8, u8),
+        pub shape: Vec<i64>,
+        pub strides: Vec<i64>,
+        /// Kept, not read: the array stays alive while the consumer holds its memory.
+        #[allow(dead_code)]
+        pub owner: Py<PyAny>,
+    }
+
+    const NAME: &CStr = c"dltensor";
+
+    /// Frees the tensor and lets go of its owner (called by the consumer when done, or by the
+    /// capsule's destructor if nobody consumed it).
+    unsafe extern "C" fn deleter(tensor: *mut DLManagedTensor) {
+        if tensor.is_null() {
+            return;
+        }
+        // SAFETY: made by `capsule` below from these boxes, deleted once.
+        let tensor = unsafe { Box::from_raw(tensor) };
+        let export = unsafe { Box::from_raw(tensor.manager_ctx as *mut Export) };
+        Python::attach(|_| drop(export));
+    }
+
+    unsafe extern "C" fn destructor(capsule: *mut ffi::PyObject) {
+        // A consumed capsule is renamed "used_dltensor": its consumer calls the deleter.
+        // SAFETY: `capsule` is the capsule being destroyed.
+        unsafe {
+            if ffi::PyCapsule_IsValid(capsule, NAME.as_ptr()) == 1 {
+                let tensor = ffi::PyCapsule_GetPointer(capsule, NAME.as_ptr());
+                deleter(tensor as *mut DLManagedTensor);
+            }
+        }
+    }
+
+    pub fn capsule(py: Python<'_>, export: Export) -> PyResult<Bound<'_, PyAny>> {
+        let mut export = Box::new(export);
+        let tensor = Box::new(DLManagedTensor {
+            dl_tensor: DLTensor {
+                data: export.data as *mut c_void,
+                device: DLDevice {
+                    device_type: export.device.0,
+                    device_id: export.device.1,
+                },
+                ndim: export.shape.len() as i32,
+                dtype: DLDataType {
+                    code: export.dtype.0,
+                    bits: export.dtype.1,
+                    lanes: 1,
+                },
+                shape: export.shape.as_mut_ptr(),
+                strides: export.strides.as_mut_ptr(),
+                byte_offset: 0,
+            },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(deleter),
+        });
+        let tensor = Box::into_raw(tensor);
+        // SAFETY: `tensor` was just made; its shape and strides live in `export`, which the
+        // tensor owns from here (moving the box does not move the vectors' buffers).
+        unsafe {
+            (*tensor).manager_ctx = Box::into_raw(export) as *mut c_void;
+            let capsule =
+                ffi::PyCapsule_New(tensor as *mut c_void, NAME.as_ptr(), Some(destructor));
+            if capsule.is_null() {
+                deleter(tensor);
+                return Err(PyErr::fetch(py));
+            }
+            Ok(Bound::from_owned_ptr(py, capsule))
+        }
+    }
+}
+
+/// A 3-D view of a device buffer, as the package describes it: (buffer, offset, (batch, rows,
+/// columns), (batch, row, column) strides), in elements.
+type ViewArgs<'py> = (
+    Bound<'py, DeviceBuffer>,
+    usize,
+    (usize, usize, usize),
+    (usize, usize, usize),
+);
+
+fn viewed<T: tilemm::Element>(
+    py: Python<'_>,
+    whole: &tilemm::DeviceArray<'static, T>,
+    (_, offset, (batch, rows, cols), (sb, sr, sc)): &ViewArgs<'_>,
+) -> PyResult<tilemm::DeviceArray<'static, T>> {
+    let desc = tilemm::MatrixDesc {
+        rows: *rows,
+        cols: *cols,
+        row_stride: *sr,
+        col_stride: *sc,
+        offset: *offset,
+        batch_stride: *sb,
+    };
+    whole.view(*batch, desc).map_err(|e| to_py(py, e))
+}
+
+/// C = α·A·B + β·C on device arrays (3-D views of device buffers), enqueued on their device.
+/// Returns the route and the library's time for the call.
+#[pyfunction]
+#[pyo3(signature = (a, b, c, alpha, beta, kernel))]
+fn device_gemm(
+    py: Python<'_>,
+    a: ViewArgs<'_>,
+    b: ViewArgs<'_>,
+    c: ViewArgs<'_>,
+    alpha: f64,
+    beta: f64,
+    kernel: &str,
+) -> PyResult<Done> {
+    let gemm = configured(py, alpha, beta, kernel, None, None)?;
+    let (ga, gb, gc) = (
+        a.0.get().typed(py)?,
+        b.0.get().typed(py)?,
+        c.0.get().typed(py)?,
+    );
+    let (ta, tb, tc) = (
+        ga.as_ref().expect("checked"),
+        gb.as_ref().expect("checked"),
+        gc.as_ref().expect("checked"),
+    );
+    macro_rules! go {
+        ($x:ident, $y:ident, $z:ident) => {{
+            let (x, y, z) = (
+                viewed(py, $x, &a)?,
+                viewed(py, $y, &b)?,
+                viewed(py, $z, &c)?,
+            );
+            py.detach(|| gemm.write_device(&x, &y, &z))
+        }};
+    }
+    let run = match (ta, tb, tc) {
+        (Typed::F16(x), Typed::F16(y), Typed::F16(z)) => go!(x, y, z),
+        (Typed::F16(x), Typed::F16(y), Typed::F32(z)) => go!(x, y, z),
+        (Typed::BF16(x), Typed::BF16(y), Typed::BF16(z)) => go!(x, y, z),
+        (Typed::BF16(x), Typed::BF16(y), Typed::F32(z)) => go!(x, y, z),
+        (Typed::F32(x), Typed::F32(y), Typed::F32(z)) => go!(x, y, z),
+        (Typed::F64(x), Typed::F64(y), Typed::F64(z)) => go!(x, y, z),
+        _ => {
+            return Err(raise(
+                py,
+                "DTypeError",
+                format!(
+                    "tilemm computes no product of {} and {} device arrays into {}: device \
+                     arrays are not cast (cast on the host, then to_device)",
+                    a.0.get().dtype,
+                    b.0.get().dtype,
+                    c.0.get().dtype
+                ),
+            ))
+        }
+    };
+    let run = run.map_err(|e| to_py(py, e))?;
+    Ok((
+        run.route.to_string(),
+        run.time.as_secs_f64(),
+        run.moved.to_device,
+        run.moved.from_device,
+    ))
+}
+
+/// The front door for device arrays on the device named (`None`: `TILEMM_DEVICE`, else the
+/// best GPU, CPU emulations included).
+fn device_gemm_for(
+    py: Python<'_>,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<Gemm<'static>> {
+    configured(py, 1.0, 0.0, "auto", backend, index)
+}
+
+/// A contiguous numpy array's elements (in memory order) copied to a new device buffer.
+#[pyfunction]
+#[pyo3(signature = (array, backend, index))]
+fn to_device(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<DeviceBuffer> {
+    let gemm = device_gemm_for(py, backend, index)?;
+    fn up<T: tilemm::Element + numpy::Element>(
+        py: Python<'_>,
+        gemm: Gemm<'static>,
+        array: &Bound<'_, PyAny>,
+    ) -> PyResult<tilemm::DeviceArray<'static, T>> {
+        let array = array.cast::<numpy::PyArray1<T>>()?.readonly();
+        let view = array.as_array();
+        let view = view
+            .insert_axis(ndarray::Axis(0))
+            .insert_axis(ndarray::Axis(0));
+        py.detach(|| gemm.to_device(view)).map_err(|e| to_py(py, e))
+    }
+    let descr = array.cast::<PyUntypedArray>()?.dtype();
+    let typed = if descr.is_equiv_to(&dtype::<half::f16>(py)) {
+        Typed::F16(up(py, gemm, array)?)
+    } else if descr.is_equiv_to(&dtype::<f32>(py)) {
+        Typed::F32(up(py, gemm, array)?)
+    } else if descr.is_equiv_to(&dtype::<f64>(py)) {
+        Typed::F64(up(py, gemm, array)?)
+    } else if descr.is_equiv_to(&dtype::<half::bf16>(py)) {
+        Typed::BF16(up(py, gemm, array)?)
+    } else {
+        return Err(no_device_dtype(py, &descr.to_string()));
+    };
+    Ok(DeviceBuffer::new(typed))
+}
+
+fn no_device_dtype(py: Python<'_>, dtype: &str) -> PyErr {
+    raise(
+        py,
+        "DTypeError",
+        format!(
+            "device arrays hold float16, bfloat16, float32 and float64, not {dtype} (integer, \
+             bool and complex products run on host arrays)"
+        ),
+    )
+}
+
+/// A new uninitialised device buffer of `len` elements of `dtype` (numpy's name).
+#[pyfunction]
+#[pyo3(signature = (dtype, len, backend, index))]
+fn device_empty(
+    py: Python<'_>,
+    dtype: &str,
+    len: usize,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<DeviceBuffer> {
+    let gemm = device_gemm_for(py, backend, index)?;
+    let dim = (1, 1, len);
+    let typed = py.detach(|| -> tilemm::Result<Option<Typed>> {
+        Ok(Some(match dtype {
+            "float16" => Typed::F16(gemm.device_empty(dim)?),
+            "bfloat16" => Typed::BF16(gemm.device_empty(dim)?),
+            "float32" => Typed::F32(gemm.device_empty(dim)?),
+            "float64" => Typed::F64(gemm.device_empty(dim)?),
+            _ => return Ok(None),
+        }))
+    });
+    match typed.map_err(|e| to_py(py, e))? {
+        Some(typed) => Ok(DeviceBuffer::new(typed)),
+        None => Err(no_device_dtype(py, dtype)),
+    }
+}
+
+/// A new device buffer of `len` elements of `dtype` copied from another library's device memory
+/// at `address` (ready once `stream` has finished), on the device named.
+#[pyfunction]
+#[pyo3(signature = (address, dtype, len, stream, backend, index))]
+fn from_device_pointer(
+    py: Python<'_>,
+    address: u64,
+    dtype: &str,
+    len: usize,
+    stream: Option<u64>,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<DeviceBuffer> {
+    let gemm = device_gemm_for(py, backend, index)?;
+    let gpu = py
+        .detach(|| gemm.device_session())
+        .map_err(|e| to_py(py, e))?;
+    // SAFETY: the package passes the address and element count another library's array
+    // interface gave for memory on this device, which that array keeps alive meanwhile.
+    let typed = py.detach(|| -> tilemm::Result<Option<Typed>> {
+        unsafe {
+            Ok(Some(match dtype {
+                "float16" => Typed::F16(tilemm::DeviceArray::from_device_pointer(
+                    gpu, address, len, stream,
+                )?),
+                "bfloat16" => Typed::BF16(tilemm::DeviceArray::from_device_pointer(
+                    gpu, address, len, stream,
+                )?),
+                "float32" => Typed::F32(tilemm::DeviceArray::from_device_pointer(
+                    gpu, address, len, stream,
+                )?),
+                "float64" => Typed::F64(tilemm::DeviceArray::from_device_pointer(
+                    gpu, address, len, stream,
+                )?),
+                _ => return Ok(None),
+            }))
+        }
+    });
+    match typed.map_err(|e| to_py(py, e))? {
+        Some(typed) => Ok(DeviceBuffer::new(typed)),
+        None => Err(no_device_dtype(py, dtype)),
+    }
+}
+
 #[pymodule]
 fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<DeviceBuffer>()?;
+    m.add_function(wrap_pyfunction!(to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(device_empty, m)?)?;
+    m.add_function(wrap_pyfunction!(from_device_pointer, m)?)?;
+    m.add_function(wrap_pyfunction!(device_gemm, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(route, m)?)?;
