@@ -282,6 +282,9 @@ impl<'s> Gemm<'s> {
         // Checked before the upload: a device without the type would pack or widen it.
         gpu.holds(T::DTYPE)?;
         let batch = a.dim().0;
+        if a.is_empty() {
+            return DeviceArray::whole(gpu, gpu.empty(T::DTYPE, 0)?).view(batch, dense(&a));
+        }
         let operand = Operand::new(a, Reader::Dense(dense(&a)), "a device array's upload")?;
         let matrix = gpu.upload_lent(operand.lend())?;
         let whole = DeviceArray::whole(gpu, matrix);

@@ -150,7 +150,9 @@ fn k_zero_scales_c_and_empty_products_do_nothing() {
     );
     gemm().beta(3.0).write_device(&da, &db, &dc).unwrap();
     assert_eq!(host(&dc), &c0 * 3.0);
-    let none = gemm().device_empty::<f32>((1, 0, 6)).unwrap();
+    let none = gemm()
+        .to_device(Array3::<f32>::zeros((1, 0, 6)).view())
+        .unwrap();
     let dk = gemm().device_empty::<f32>((1, 6, 4)).unwrap();
     let run = gemm().write_device(&none, &dk, &gemm().device_empty::<f32>((1, 0, 4)).unwrap());
     assert!(run.is_ok());

@@ -21,6 +21,10 @@ __version__ = _tilemm.__version__
 
 __all__ = [
     "matmul",
+    "to_device",
+    "device_array",
+    "device_array_like",
+    "DeviceArray",
     "register",
     "run",
     "tune",
@@ -33,6 +37,7 @@ __all__ = [
     "ArgumentError",
     "UnavailableError",
     "MaskedArrayError",
+    "FreedArrayError",
     "OutOfMemoryError",
     "__version__",
 ]
@@ -61,6 +66,11 @@ class UnavailableError(TilemmError, RuntimeError):
 class OutOfMemoryError(TilemmError, MemoryError):
     """The host memory a product needs could not be allocated within this process's limits
     (a ``MemoryError``); the interpreter goes on."""
+
+
+class FreedArrayError(TilemmError, ValueError):
+    """A device array used after :meth:`DeviceArray.free` gave its memory back (a
+    ``ValueError``)."""
 
 
 class MaskedArrayError(TilemmError, TypeError):
@@ -238,19 +248,36 @@ def _merged(x, batch):
     )
 
 
-#: Per thread, what the last call of :func:`matmul` did: ``route`` (where it ran) and
+#: Per thread, what the last call of :func:`matmul` did: ``route`` (where it ran),
 #: ``library_seconds`` (the Rust library's time for it, summed over its products), so that a
-#: benchmark can tell the binding's own cost (scripts/bench-python).
+#: benchmark can tell the binding's own cost (scripts/bench-python), and ``bytes_to_device``
+#: and ``bytes_from_device`` (what it copied between the host and a device: 0 and 0 for a
+#: product of device arrays).
 last_call = threading.local()
 
 
-def _gemm3(a, b, c, alpha, beta, kernel, device):
-    route, seconds = _tilemm.gemm(
-        a, b, c, (alpha.real, alpha.imag), (beta.real, beta.imag), kernel, device.backend,
-        device.index,
-    )
+def _reset_last_call():
+    last_call.route, last_call.library_seconds = None, 0.0
+    last_call.bytes_to_device = last_call.bytes_from_device = 0
+
+
+def _count(to_device=0, from_device=0):
+    """Adds bytes moved between the host and a device to :data:`last_call`'s counts."""
+    last_call.bytes_to_device = getattr(last_call, "bytes_to_device", 0) + to_device
+    last_call.bytes_from_device = getattr(last_call, "bytes_from_device", 0) + from_device
+
+
+def _done(route, seconds, to_device, from_device):
     last_call.route = route
     last_call.library_seconds = getattr(last_call, "library_seconds", 0.0) + seconds
+    _count(to_device, from_device)
+
+
+def _gemm3(a, b, c, alpha, beta, kernel, device):
+    _done(*_tilemm.gemm(
+        a, b, c, (alpha.real, alpha.imag), (beta.real, beta.imag), kernel, device.backend,
+        device.index,
+    ))
 
 
 def _batched(a, b, c, batch, alpha, beta, kernel, device):
@@ -412,6 +439,8 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
                 f"of {len(out)}"
             )
         (out,) = out
+    if any(_on_device(x) for x in (a, b, out)):
+        return _device_matmul(a, b, out, alpha, beta, kernel, device, dtype, axes)
     for name, x in (("a", a), ("b", b), ("out", out)):
         if isinstance(x, np.ma.MaskedArray):
             raise MaskedArrayError(
@@ -448,7 +477,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     beta = _scalar("beta", beta)
     if not isinstance(kernel, str):
         raise ArgumentError(f"kernel must be a string such as 'auto' or 'tiled', not {kernel!r}")
-    last_call.route, last_call.library_seconds = None, 0.0
+    _reset_last_call()
     result_dtype, input_dtype = _result_dtype(a, b)
     if result_dtype.kind != "c":
         for name, value in (("alpha", alpha), ("beta", beta)):
@@ -712,3 +741,13 @@ def __getattr__(name):
 
         return importlib.import_module("tilemm.dask")
     raise AttributeError(f"module 'tilemm' has no attribute {name!r}")
+
+
+from ._device_arrays import (  # noqa: E402 - the device arrays use the helpers above
+    DeviceArray,
+    _device_matmul,
+    _on_device,
+    device_array,
+    device_array_like,
+    to_device,
+)

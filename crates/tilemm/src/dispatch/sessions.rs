@@ -29,6 +29,21 @@ pub fn session(backend: Option<Backend>, index: Option<usize>) -> Result<Opened>
     if let Some((_, session)) = opened.iter().find(|(key, _)| *key == (backend, index)) {
         return Ok(session.clone());
     }
+    // A device opened under another name (`wgpu` before `wgpu:0`) is not opened again.
+    let same = |b: Backend, i: usize| {
+        opened.iter().find_map(|(_, s)| {
+            s.as_ref()
+                .ok()
+                .copied()
+                .filter(|s| s.backend() == b && s.info().index == i)
+        })
+    };
+    if let (Some(b), Some(i)) = (backend, index) {
+        if let Some(session) = same(b, i) {
+            opened.push(((backend, index), Ok(session)));
+            return Ok(Ok(session));
+        }
+    }
     let mut notes = Vec::new();
     let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         open_device(backend, index, &mut notes)
@@ -41,7 +56,12 @@ pub fn session(backend: Option<Backend>, index: Option<usize>) -> Result<Opened>
     });
     let session = match attempt {
         Ok(Some(session)) => {
-            let session: &'static GpuSession = Box::leak(Box::new(session));
+            // One session per device, however it was named (`wgpu`, `wgpu:0`, the best): a
+            // device's buffers belong to its session, and two would not share them.
+            let session: &'static GpuSession = match same(session.backend(), session.info().index) {
+                Some(same) => same,
+                None => Box::leak(Box::new(session)),
+            };
             // The best device is its backend's default one too: one session for both names.
             let named = (Some(session.backend()), index);
             if backend.is_none() && !opened.iter().any(|(key, _)| *key == named) {
