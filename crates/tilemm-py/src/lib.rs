@@ -1018,8 +1018,18 @@ fn from_device_pointer(
     }
 }
 
+/// Waits until the device named has finished every product queued on it.
+#[pyfunction]
+#[pyo3(signature = (backend, index))]
+fn synchronize(py: Python<'_>, backend: Option<&str>, index: Option<usize>) -> PyResult<()> {
+    let gemm = device_gemm_for(py, backend, index)?;
+    py.detach(|| gemm.device_session()?.sync())
+        .map_err(|e| to_py(py, e))
+}
+
 #[pymodule]
 fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     m.add_class::<DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(to_device, m)?)?;
     m.add_function(wrap_pyfunction!(device_empty, m)?)?;

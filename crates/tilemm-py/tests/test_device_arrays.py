@@ -44,8 +44,11 @@ def test_out_is_a_device_array_and_the_seed_flow_runs():
     d_c = tilemm.device_array((64, 40), np.float32)
     assert tilemm.matmul(d_a, d_b, out=d_c) is d_c
     assert (tilemm.last_call.bytes_to_device, tilemm.last_call.bytes_from_device) == (0, 0)
+    tilemm.synchronize()  # what a timing ends with; copy_to_host waits by itself
     c = d_c.copy_to_host()
     np.testing.assert_array_equal(c, a @ b)
+    with pytest.raises(tilemm.UnavailableError, match="device arrays live on a GPU"):
+        tilemm.synchronize("cpu")
     # alpha and beta on a device out=, and the @ operators.
     tilemm.matmul(d_a, d_b, out=d_c, alpha=2.0, beta=-1.0)
     np.testing.assert_array_equal(d_c.copy_to_host(), 2 * (a @ b) - c)

@@ -25,6 +25,7 @@ __all__ = [
     "device_array",
     "device_array_like",
     "DeviceArray",
+    "synchronize",
     "register",
     "run",
     "tune",
@@ -749,5 +750,6 @@ from ._device_arrays import (  # noqa: E402 - the device arrays use the helpers 
     _on_device,
     device_array,
     device_array_like,
+    synchronize,
     to_device,
 )

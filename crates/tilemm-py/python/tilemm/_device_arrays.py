@@ -318,6 +318,13 @@ class DeviceArray:
         return self._buffer.dlpack(self, self._offset, list(self._shape), list(self._strides))
 
 
+def synchronize(device=None):
+    """Waits until every product queued on the device has finished (numba's
+    ``cuda.synchronize``): what a timing of products on device arrays ends with.
+    ``copy_to_host`` waits by itself."""
+    _tilemm.synchronize(*_device_names(device))
+
+
 def _rebuild(host):
     return to_device(host)
 
@@ -361,9 +368,8 @@ def _from_interface(x, backend, index):
     span = _span(shape, elements)
     stream = cai.get("stream") if cai.get("version", 0) >= 3 else None
     address = cai["data"][0]
-    if backend is None:
-        backend = "cuda"
-    if backend != "cuda":
+    # (None: TILEMM_DEVICE, else the best GPU: CUDA where there is one.)
+    if backend not in (None, "cuda"):
         raise tilemm.ArgumentError(
             f"{type(x).__name__} is a CUDA array: it can be used on a CUDA device, not {backend}"
         )
