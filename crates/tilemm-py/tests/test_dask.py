@@ -48,6 +48,30 @@ def test_blocks_are_computed_by_tilemm_on_both_workers(client):
     assert len(workers) == 2, f"blocks ran on {workers}"
 
 
+def test_device_blocks_stay_on_each_workers_device_and_travel_through_the_host(client):
+    a = integers((150, 130), np.float32, 11)
+    b = integers((130, 90), np.float32, 12)
+    w = integers((90, 60), np.float32, 13)
+    x = tilemm.dask.to_device(da.from_array(a, chunks=(40, 50)))
+    y = tilemm.dask.to_device(da.from_array(b, chunks=(50, 35)))
+    xy = tilemm.dask.matmul(x, y, on_device=True).persist()
+    # Each persisted block is a DeviceArray on its worker's device (lambdas travel by value).
+    kinds = xy.map_blocks(
+        lambda block: np.array([[isinstance(block, tilemm.DeviceArray)]]),
+        chunks=(1, 1),
+        dtype=bool,
+    ).compute()
+    assert kinds.size == 4 * 3 and kinds.all(), kinds
+    # The next product takes blocks from both workers: those that move are pickled through host
+    # memory onto the other worker's device.
+    chain = tilemm.dask.matmul(xy, da.from_array(w, chunks=(35, 30)), on_device=True)
+    with get_task_stream(client) as stream:
+        got = tilemm.dask.to_host(chain).compute()
+    np.testing.assert_array_equal(got, a @ b @ w)
+    workers = {t["worker"] for t in stream.data if "tilemm-matmul-on-device" in str(t["key"])}
+    assert len(workers) == 2, f"device blocks ran on {workers}"
+
+
 def test_batches_vectors_and_dtypes_follow_numpy(client):
     a = integers((3, 20, 12), np.float64, 3)
     b = integers((12, 7), np.float32, 4)
