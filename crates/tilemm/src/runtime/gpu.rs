@@ -522,9 +522,8 @@ impl<R: Runtime> Session<R> {
         Ok(())
     }
 
-    /// Elements `range` of a buffer held in its own type, back on the host: the bytes from the
-    /// range's first word to the buffer's end cross the link (CubeCL's buffers are padded past
-    /// their length by an amount it does not say, so a read cannot be cut short of the end).
+    /// Elements `range` of a buffer held in its own type, back on the host: the range's bytes,
+    /// from and to whole 4-byte words (wgpu's copy alignment), cross the link.
     pub fn download_range(&self, m: &DeviceMatrix, range: Range<usize>) -> Result<HostData> {
         self.check_process()?;
         if m.stored != Stored::Native || range.end > m.len || range.start > range.end {
@@ -534,13 +533,24 @@ impl<R: Runtime> Session<R> {
             )));
         }
         let size = m.dtype.size_bytes();
-        // Copies between buffers start at whole 4-byte words (wgpu's alignment).
         let first = range.start * size / 4 * 4;
         let skip = range.start * size - first;
-        let bytes = self
-            .client
-            .read_one(m.handle.clone().offset_start(first as u64))
-            .map_err(|e| self.error(e.to_string()))?;
+        let want = skip + range.len() * size;
+        // A read runs to the end of the buffer's storage, whose size CubeCL does not say (it
+        // may be padded past the bytes asked for): cut at the bytes the buffer was made for,
+        // and read again to its end if that came back short.
+        let made = (m.len * size) as u64;
+        let last = ((range.end * size).div_ceil(4) * 4) as u64;
+        let read = |handle: Handle| {
+            self.client
+                .read_one(handle)
+                .map_err(|e| self.error(e.to_string()))
+        };
+        let from = m.handle.clone().offset_start(first as u64);
+        let mut bytes = read(from.clone().offset_end(made.saturating_sub(last)))?;
+        if bytes.len() < want {
+            bytes = read(from)?;
+        }
         let bytes = &bytes[skip..skip + range.len() * size];
         host::copy_of_slice(lent_bytes(bytes, m.dtype), "a device array's elements")
     }
