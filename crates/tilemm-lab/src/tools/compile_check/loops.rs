@@ -69,6 +69,14 @@ pub struct LoopMix {
     /// Completions of asynchronous copies committed: LDGDEPBAR (commit groups) or
     /// ARRIVES.LDGSTSBAR (an mbarrier's): one per K tile in a pipeline.
     pub copy_commits: u32,
+    /// The longest run of instructions without the loop's work (a matrix instruction where it
+    /// has them, else an FMA), the loop taken as the cycle it runs (a run may wrap around the
+    /// back edge): how long the units wait on loads, addresses and barriers between two
+    /// issues of work. CUTLASS's sm80 schedule keeps it to a few instructions.
+    pub longest_idle_run: u32,
+    /// Whether a fragment load (`ldmatrix`) sits in the run without work that holds a barrier:
+    /// fragments loaded after the barrier rather than carried over from the step before.
+    pub fragment_load_at_barrier: bool,
 }
 
 impl LoopMix {
@@ -112,6 +120,29 @@ impl LoopMix {
             .filter(|_| self.copy_commits > 0)
     }
 
+    /// The runs without work ([`LoopMix::longest_idle_run`]) of a loop body, in order.
+    fn runs(&mut self, body: &[Kind]) {
+        let work = |k: &Kind| if self.matrix > 0 { k.matrix } else { k.fma };
+        let Some(first) = body.iter().position(work) else {
+            self.longest_idle_run = body.len() as u32;
+            return;
+        };
+        let (mut run, mut barrier, mut fragment) = (0, false, false);
+        // From the instruction after the first work round to that work again.
+        for step in 1..=body.len() {
+            let kind = &body[(first + step) % body.len()];
+            if work(kind) {
+                self.longest_idle_run = self.longest_idle_run.max(run);
+                self.fragment_load_at_barrier |= barrier && fragment;
+                (run, barrier, fragment) = (0, false, false);
+            } else {
+                run += 1;
+                barrier |= kind.barrier;
+                fragment |= kind.fragment_load;
+            }
+        }
+    }
+
     fn add(&mut self, kind: Kind) {
         self.instructions += 1;
         let count = |flag: bool| u32::from(flag);
@@ -150,11 +181,17 @@ fn main_loop(lines: &[Line]) -> Option<LoopMix> {
             continue; // a forward branch
         };
         let mut mix = LoopMix::default();
-        for l in &lines[begin..=end] {
-            if let Line::Instruction { kind, .. } = l {
-                mix.add(*kind);
-            }
+        let body: Vec<Kind> = lines[begin..=end]
+            .iter()
+            .filter_map(|l| match l {
+                Line::Instruction { kind, .. } => Some(*kind),
+                Line::Label(_) => None,
+            })
+            .collect();
+        for kind in &body {
+            mix.add(*kind);
         }
+        mix.runs(&body);
         if mix.matrix > 0 || mix.fma > 0 {
             loops.push((begin, end, mix));
         }
@@ -383,6 +420,8 @@ mod tests {
                 fma: 2,
                 instructions: 4,
                 global_loads: 1,
+                // The branch and the load, around the back edge.
+                longest_idle_run: 2,
                 ..LoopMix::default()
             }
         );
@@ -420,6 +459,7 @@ k:
                 fma: 2,
                 instructions: 5,
                 global_loads: 1,
+                longest_idle_run: 3,
                 ..LoopMix::default()
             }
         );
@@ -472,5 +512,27 @@ k:
         assert_eq!(mix.matrix_per_fragment_load(), Some(2.5));
         assert_eq!(mix.barriers_per_tile(), Some(1.0));
         assert_eq!(mix.stages_in_flight(), Some(1));
+        // Seven instructions without an HMMA before each tile's first: the branch, the poll,
+        // the barrier, the copies and the ldmatrix, which sits in the barrier's run.
+        assert_eq!(mix.longest_idle_run, 7);
+        assert!(mix.fragment_load_at_barrier);
+    }
+
+    #[test]
+    fn a_carried_fragment_keeps_the_barrier_run_free_of_ldmatrix() {
+        // CUTLASS's order: the next step's fragments loaded between the MMAs, the barrier and
+        // the copies with MMAs on either side.
+        let listing = "\
+.L_x_9:
+        /*0100*/                   HMMA.16816.F32 R4, R20, R24, R4 ;
+        /*0110*/                   LDSM.16.M88.4 R28, [R236] ;
+        /*0120*/                   HMMA.16816.F32 R8, R20, R26, R8 ;
+        /*0130*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0140*/                   LDGSTS.E.BYPASS.128 [R7], desc[UR12][R10.64] ;
+        /*0150*/                   HMMA.16816.F32 R12, R28, R24, R12 ;
+        /*0160*/              @P1 BRA `(.L_x_9) ;";
+        let mix = sass_main_loop(listing).unwrap();
+        assert_eq!((mix.matrix, mix.longest_idle_run), (3, 2));
+        assert!(!mix.fragment_load_at_barrier);
     }
 }

@@ -318,7 +318,7 @@ impl fmt::Display for ResourceUsage {
         };
         write!(
             f,
-            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6}/{:<3} {:>4.0}%  {:<9} {:>9.1}",
+            "{:<40} {:<8} {:<9} {:>12} {:>7} {:>8} {:>9} {:>9} {:>5} {:>7} {:>5} {:>6} {:>7} {:>8} {:>6} {:>6}/{:<3} {:>4.0}%  {:<9} {:>9.1}",
             self.plan.to_string(),
             self.arch,
             self.precision.short_name(),
@@ -332,6 +332,8 @@ impl fmt::Display for ResourceUsage {
                     || "—".to_string(),
                     |l| format!("{:.0}%/{}", l.percent(), l.instructions)
                 ),
+            self.main_loop
+                .map_or_else(|| "—".to_string(), |l| l.longest_idle_run.to_string()),
             self.matrix_ops
                 .map_or_else(|| "—".to_string(), |n| n.to_string()),
             column(&|l| Some(format!("{:.0}%", l.matrix_percent()))),
@@ -342,6 +344,7 @@ impl fmt::Display for ResourceUsage {
                 l.stages_in_flight().unwrap_or(0)
             ))),
             column(&|l| l.barriers_per_tile().map(|b| format!("{b:.1}"))),
+            column(&|l| Some(if l.fragment_load_at_barrier { "yes" } else { "no" }.to_string())),
             active,
             max,
             100.0 * f64::from(active) / f64::from(max.max(1)),
@@ -352,12 +355,15 @@ impl fmt::Display for ResourceUsage {
 }
 
 impl Row {
-    /// The column headings matching a [`Row`]'s `Display` (and [`ResourceUsage`]'s). The matrix columns, for a main
-    /// loop with matrix instructions: their share of it (`mma%`), matrix instructions per fragment
-    /// load (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
-    /// (`async`), cube barriers per K tile (`bar/t`).
+    /// The column headings matching a [`Row`]'s `Display` (and [`ResourceUsage`]'s). `idle`:
+    /// the main loop's longest run of instructions without its work (matrix instructions, else
+    /// FMAs), around the back edge included. The matrix columns, for a main loop with matrix
+    /// instructions: their share of it (`mma%`), matrix instructions per fragment load
+    /// (`mma:ld`: ldmatrix, ds_read), asynchronous copies per K tile and K tiles in flight
+    /// (`async`), cube barriers per K tile (`bar/t`), whether a fragment load sits in the run
+    /// without matrix instructions that holds a barrier (`ld@bar`).
     pub const TABLE_HEADER: &str =
-        "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  matrix  mma% mma:ld   async    bar/t  occupancy     limit      compile s";
+        "kernel                                   arch     precision    registers  spills  static B  dynamic B  loop FMA  idle  matrix  mma% mma:ld   async    bar/t ld@bar  occupancy     limit      compile s";
 }
 
 /// Where to find the tools.
