@@ -3,7 +3,8 @@
 
 1. Interchange, exact on integer data (any difference fails, exit 1):
    - numba's `cuda.to_device` arrays, CuPy arrays and PyTorch CUDA tensors (transposed views
-     included) into `tilemm.matmul` through the CUDA Array Interface;
+     included) into `tilemm.matmul` through the CUDA Array Interface; PyTorch's bfloat16
+     tensors and JAX's arrays through DLPack;
    - tilemm's results out to them: `cuda.as_cuda_array`, `cupy.asarray` (the CUDA Array
      Interface), `cupy.from_dlpack` and `torch.from_dlpack` (DLPack, bfloat16 included),
      `torch.as_tensor`; each compared with the library's own product on the same data.
@@ -105,6 +106,11 @@ try:
     tc = torch.zeros((300, 517), device="cuda")
     tc.add_(ta)
     check("torch tensor fresh from its stream", tilemm.matmul(tc, tb).copy_to_host(), want)
+    # bfloat16 tensors have no CUDA Array Interface: they come in through DLPack.
+    t16a, t16b = ta.to(torch.bfloat16), tb.to(torch.bfloat16)
+    got = tilemm.matmul(t16a, t16b)
+    no_bytes("torch bfloat16 in")
+    check("torch bfloat16 tensors in (DLPack), float32 out", got.copy_to_host(), want)
     try:
         import ml_dtypes
 
@@ -115,6 +121,25 @@ try:
         print(f"skip bfloat16: {e}")
 except ImportError as e:
     print(f"skip torch: {e}")
+
+try:
+    import os
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
+
+    ja, jb = jnp.asarray(a), jnp.asarray(b)
+    if ja.devices().pop().platform != "gpu":
+        print(f"skip JAX: its arrays are on {ja.devices()}")
+    else:
+        got = tilemm.matmul(ja, jb)
+        no_bytes("JAX in")
+        check("JAX arrays in (DLPack)", got.copy_to_host(), want)
+        check("tilemm result out to JAX (jax.dlpack.from_dlpack)",
+              np.asarray(jax.dlpack.from_dlpack(got)), want)
+except ImportError as e:
+    print(f"skip JAX: {e}")
 
 
 def timed(call, sync):

@@ -762,6 +762,70 @@ mod dlpack {
         }
     }
 
+    /// What another library's `dltensor` capsule describes.
+    pub struct Imported {
+        /// Address of element 0 (byte offset included).
+        pub data: u64,
+        /// (device type, device id).
+        pub device: (i32, i32),
+        /// (type code, bits, lanes).
+        pub dtype: (u8, u8, u16),
+        pub shape: Vec<i64>,
+        /// In elements; `None`: C order.
+        pub strides: Option<Vec<i64>>,
+    }
+
+    /// Reads an unconsumed `dltensor` capsule; [`consume`] then takes it over.
+    pub fn read(capsule: &Bound<'_, PyAny>) -> PyResult<Imported> {
+        // SAFETY: the capsule is checked for its name before its pointer is read; a valid
+        // `dltensor` capsule holds a DLManagedTensor its producer keeps alive until the
+        // deleter is called.
+        unsafe {
+            let ptr = capsule.as_ptr();
+            if ffi::PyCapsule_IsValid(ptr, NAME.as_ptr()) != 1 {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "not an unconsumed DLPack capsule (\"dltensor\")",
+                ));
+            }
+            let tensor = ffi::PyCapsule_GetPointer(ptr, NAME.as_ptr()) as *const DLManagedTensor;
+            let t = &(*tensor).dl_tensor;
+            let ndim = t.ndim.max(0) as usize;
+            let shape = if ndim == 0 {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(t.shape, ndim).to_vec()
+            };
+            let strides = (!t.strides.is_null() && ndim > 0)
+                .then(|| std::slice::from_raw_parts(t.strides, ndim).to_vec());
+            Ok(Imported {
+                data: t.data as u64 + t.byte_offset,
+                device: (t.device.device_type, t.device.device_id),
+                dtype: (t.dtype.code, t.dtype.bits, t.dtype.lanes),
+                shape,
+                strides,
+            })
+        }
+    }
+
+    /// Marks the capsule consumed ("used_dltensor") and hands the tensor back to its producer.
+    pub fn consume(capsule: &Bound<'_, PyAny>) {
+        // SAFETY: called once, after `read` found the capsule valid and its memory was copied.
+        unsafe {
+            let ptr = capsule.as_ptr();
+            if ffi::PyCapsule_IsValid(ptr, NAME.as_ptr()) != 1 {
+                return;
+            }
+            let tensor = ffi::PyCapsule_GetPointer(ptr, NAME.as_ptr()) as *mut DLManagedTensor;
+            if ffi::PyCapsule_SetName(ptr, c"used_dltensor".as_ptr()) != 0 {
+                ffi::PyErr_Clear();
+                return;
+            }
+            if let Some(delete) = (*tensor).deleter {
+                delete(tensor);
+            }
+        }
+    }
+
     pub fn capsule(py: Python<'_>, export: Export) -> PyResult<Bound<'_, PyAny>> {
         let mut export = Box::new(export);
         let tensor = Box::new(DLManagedTensor {
@@ -1018,6 +1082,71 @@ fn from_device_pointer(
     }
 }
 
+/// A new device buffer copied from another library's DLPack capsule (CUDA or HIP memory, made
+/// ready by its producer for the legacy default stream), on the device named; the capsule is
+/// consumed. Returns the buffer with the view's shape and strides (elements).
+#[pyfunction]
+#[pyo3(signature = (capsule, backend, index))]
+fn from_dlpack(
+    py: Python<'_>,
+    capsule: &Bound<'_, PyAny>,
+    backend: Option<&str>,
+    index: Option<usize>,
+) -> PyResult<(DeviceBuffer, Vec<usize>, Vec<usize>)> {
+    let t = dlpack::read(capsule)?;
+    let argument = |m: String| raise(py, "ArgumentError", m);
+    if t.device.0 != dlpack::CUDA && t.device.0 != dlpack::ROCM {
+        return Err(argument(format!(
+            "a DLPack array on device type {} is not GPU memory tilemm can copy (CUDA 2, ROCm \
+             10); host arrays go through numpy",
+            t.device.0
+        )));
+    }
+    let dtype = match t.dtype {
+        (dlpack::FLOAT, 16, 1) => "float16",
+        (dlpack::FLOAT, 32, 1) => "float32",
+        (dlpack::FLOAT, 64, 1) => "float64",
+        (dlpack::BFLOAT, 16, 1) => "bfloat16",
+        (code, bits, lanes) => {
+            return Err(no_device_dtype(
+                py,
+                &format!("DLPack type code {code}, {bits} bits, {lanes} lanes"),
+            ))
+        }
+    };
+    let shape: Vec<usize> = t.shape.iter().map(|&n| n.max(0) as usize).collect();
+    let strides: Vec<usize> = match &t.strides {
+        Some(strides) if strides.iter().any(|&s| s < 0) => {
+            return Err(argument(format!(
+                "a DLPack array with strides {strides:?} (negative) is not taken: copy it to a \
+                 contiguous one first"
+            )))
+        }
+        Some(strides) => strides.iter().map(|&s| s as usize).collect(),
+        None => {
+            let mut strides = vec![0; shape.len()];
+            let mut step = 1;
+            for (s, n) in strides.iter_mut().zip(&shape).rev() {
+                *s = step;
+                step *= n;
+            }
+            strides
+        }
+    };
+    let span = if shape.contains(&0) {
+        0
+    } else {
+        1 + shape
+            .iter()
+            .zip(&strides)
+            .map(|(n, s)| (n - 1) * s)
+            .sum::<usize>()
+    };
+    let buffer = from_device_pointer(py, t.data, dtype, span.max(1), None, backend, index)?;
+    dlpack::consume(capsule);
+    Ok((buffer, shape, strides))
+}
+
 /// Waits until the device named has finished every product queued on it.
 #[pyfunction]
 #[pyo3(signature = (backend, index))]
@@ -1030,6 +1159,7 @@ fn synchronize(py: Python<'_>, backend: Option<&str>, index: Option<usize>) -> P
 #[pymodule]
 fn _tilemm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_class::<DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(to_device, m)?)?;
     m.add_function(wrap_pyfunction!(device_empty, m)?)?;

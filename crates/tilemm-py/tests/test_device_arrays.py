@@ -168,6 +168,28 @@ def test_interchange_protocols_say_where_they_work():
             d.__dlpack__()
 
 
+class _ClaimsCuda:
+    """A DLPack producer that says CUDA but hands over host memory (numpy's capsule)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+
+def test_dlpack_producers_of_gpu_memory_are_taken_and_others_refused():
+    # A capsule whose tensor is not on a GPU is refused before any copy, and freed.
+    with pytest.raises(tilemm.ArgumentError, match="device type 1"):
+        tilemm.to_device(_ClaimsCuda(np.ones((2, 2), np.float32)))
+    # Host DLPack producers (numpy's arrays themselves) go through numpy: an upload.
+    a = ints((3, 4), 19)
+    np.testing.assert_array_equal(tilemm.to_device(a).copy_to_host(), a)
+
+
 def test_dask_blocks_stay_on_the_device_between_products():
     da = pytest.importorskip("dask.array")
     import dask

@@ -329,14 +329,28 @@ def _rebuild(host):
     return to_device(host)
 
 
-def _foreign(x):
-    """Whether `x` is another library's GPU array (the CUDA Array Interface)."""
-    if isinstance(x, (DeviceArray, np.ndarray)):
-        return False
+def _interface(x):
+    """Whether `x` exposes the CUDA Array Interface."""
     try:
         return isinstance(x.__cuda_array_interface__, dict)
-    except Exception:  # noqa: BLE001 - a CPU tensor raises its own error type
+    except Exception:  # noqa: BLE001 - a CPU tensor (or a bfloat16 one) raises its own type
         return False
+
+
+def _dlpack_gpu(x):
+    """Whether `x` is a DLPack producer of CUDA or ROCm memory."""
+    try:
+        return hasattr(x, "__dlpack__") and x.__dlpack_device__()[0] in (2, 10)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _foreign(x):
+    """Whether `x` is another library's GPU array: the CUDA Array Interface (numba, CuPy,
+    PyTorch), else DLPack on a CUDA or ROCm device (JAX, PyTorch's bfloat16 tensors)."""
+    if isinstance(x, (DeviceArray, np.ndarray)):
+        return False
+    return _interface(x) or _dlpack_gpu(x)
 
 
 def _on_device(x):
@@ -377,13 +391,35 @@ def _from_interface(x, backend, index):
     return DeviceArray(buffer, 0, shape, elements, dtype)
 
 
+def _from_dlpack(x, backend, index):
+    """Another library's DLPack GPU array as a DeviceArray, by one copy on the device. The
+    producer is asked to make the data ready for the legacy default stream (1, CUDA's; None
+    for ROCm), on which the copy runs."""
+    if backend not in (None, "cuda", "hip"):
+        raise tilemm.ArgumentError(
+            f"{type(x).__name__} is a GPU array: it can be used on a CUDA or HIP device, not "
+            f"{backend}"
+        )
+    stream = 1 if x.__dlpack_device__()[0] == 2 else None
+    try:
+        capsule = x.__dlpack__(stream=stream)
+    except TypeError:  # a producer of the older protocol, without stream=
+        capsule = x.__dlpack__()
+    buffer, shape, strides = _tilemm.from_dlpack(capsule, backend, index)
+    if buffer.dtype == "bfloat16" and tilemm._bf16() is None:
+        buffer.free()
+        raise tilemm.DTypeError("a bfloat16 array needs ml_dtypes (pip install ml_dtypes)")
+    dtype = tilemm._bf16() if buffer.dtype == "bfloat16" else np.dtype(buffer.dtype)
+    return DeviceArray(buffer, 0, shape, strides, dtype)
+
+
 def to_device(ary, device=None, copy=True):
     """``ary`` on a GPU, as numba's ``cuda.to_device``: a :class:`DeviceArray` in the same
     memory order (C or Fortran; other views are copied to C order first). ``device`` is
     None (the device ``TILEMM_DEVICE`` names, else the best GPU, CPU emulations such as
     lavapipe included), a name (``"wgpu"``, ``"cuda:1"``) or a :class:`tilemm.Device`.
-    A DeviceArray comes back as it is; another library's CUDA array (numba, CuPy, PyTorch:
-    the CUDA Array Interface) is copied once on the device. Device arrays hold float16,
+    A DeviceArray comes back as it is; another library's GPU array (numba, CuPy, PyTorch: the
+    CUDA Array Interface; JAX and others: DLPack) is copied once on the device. Device arrays hold float16,
     bfloat16 (ml_dtypes), float32 and float64."""
     return _to_device(ary, *_device_names(device), counted=False)
 
@@ -399,8 +435,10 @@ def _to_device(ary, backend, index, counted):
         ):
             return ary
         return _to_device(ary.copy_to_host(), backend, index, counted)
-    if _foreign(ary):
+    if _interface(ary):
         return _from_interface(ary, backend, index)
+    if _dlpack_gpu(ary):
+        return _from_dlpack(ary, backend, index)
     if isinstance(ary, np.ma.MaskedArray):
         raise tilemm.MaskedArrayError("to_device does not take masked arrays: pass x.filled(0)")
     x = np.asarray(ary)
