@@ -330,10 +330,13 @@ def _rebuild(host):
 
 
 def _interface(x):
-    """Whether `x` exposes the CUDA Array Interface."""
+    """Whether `x` exposes the CUDA Array Interface with a type it names: PyTorch gives its
+    bfloat16 tensors the typestr ``|V2`` (2 bytes of anything), so those are read through
+    DLPack, which names the type."""
     try:
-        return isinstance(x.__cuda_array_interface__, dict)
-    except Exception:  # noqa: BLE001 - a CPU tensor (or a bfloat16 one) raises its own type
+        cai = x.__cuda_array_interface__
+        return isinstance(cai, dict) and np.dtype(cai["typestr"]).kind != "V"
+    except Exception:  # noqa: BLE001 - a CPU tensor raises its own error type
         return False
 
 
