@@ -1011,6 +1011,39 @@ fn no_device_dtype(py: Python<'_>, dtype: &str) -> PyErr {
     )
 }
 
+/// A new device buffer of the dtype numpy names `$dtype`, made (with the GIL released) by
+/// `$make`, in which `$t` is that dtype's element type; or the error of a dtype device arrays
+/// do not hold.
+macro_rules! buffer_of {
+    ($py:expr, $dtype:expr, $t:ident => $make:expr) => {{
+        let typed = $py.detach(|| -> tilemm::Result<Option<Typed>> {
+            Ok(Some(match $dtype {
+                "float16" => {
+                    type $t = half::f16;
+                    Typed::F16($make?)
+                }
+                "bfloat16" => {
+                    type $t = half::bf16;
+                    Typed::BF16($make?)
+                }
+                "float32" => {
+                    type $t = f32;
+                    Typed::F32($make?)
+                }
+                "float64" => {
+                    type $t = f64;
+                    Typed::F64($make?)
+                }
+                _ => return Ok(None),
+            }))
+        });
+        match typed.map_err(|e| to_py($py, e))? {
+            Some(typed) => Ok(DeviceBuffer::new(typed)),
+            None => Err(no_device_dtype($py, $dtype)),
+        }
+    }};
+}
+
 /// A new uninitialised device buffer of `len` elements of `dtype` (numpy's name).
 #[pyfunction]
 #[pyo3(signature = (dtype, len, backend, index))]
@@ -1022,20 +1055,7 @@ fn device_empty(
     index: Option<usize>,
 ) -> PyResult<DeviceBuffer> {
     let gemm = device_gemm_for(py, backend, index)?;
-    let dim = (1, 1, len);
-    let typed = py.detach(|| -> tilemm::Result<Option<Typed>> {
-        Ok(Some(match dtype {
-            "float16" => Typed::F16(gemm.device_empty(dim)?),
-            "bfloat16" => Typed::BF16(gemm.device_empty(dim)?),
-            "float32" => Typed::F32(gemm.device_empty(dim)?),
-            "float64" => Typed::F64(gemm.device_empty(dim)?),
-            _ => return Ok(None),
-        }))
-    });
-    match typed.map_err(|e| to_py(py, e))? {
-        Some(typed) => Ok(DeviceBuffer::new(typed)),
-        None => Err(no_device_dtype(py, dtype)),
-    }
+    buffer_of!(py, dtype, T => gemm.device_empty::<T>((1, 1, len)))
 }
 
 /// A new device buffer of `len` elements of `dtype` copied from another library's device memory
@@ -1057,29 +1077,9 @@ fn from_device_pointer(
         .map_err(|e| to_py(py, e))?;
     // SAFETY: the package passes the address and element count another library's array
     // interface gave for memory on this device, which that array keeps alive meanwhile.
-    let typed = py.detach(|| -> tilemm::Result<Option<Typed>> {
-        unsafe {
-            Ok(Some(match dtype {
-                "float16" => Typed::F16(tilemm::DeviceArray::from_device_pointer(
-                    gpu, address, len, stream,
-                )?),
-                "bfloat16" => Typed::BF16(tilemm::DeviceArray::from_device_pointer(
-                    gpu, address, len, stream,
-                )?),
-                "float32" => Typed::F32(tilemm::DeviceArray::from_device_pointer(
-                    gpu, address, len, stream,
-                )?),
-                "float64" => Typed::F64(tilemm::DeviceArray::from_device_pointer(
-                    gpu, address, len, stream,
-                )?),
-                _ => return Ok(None),
-            }))
-        }
-    });
-    match typed.map_err(|e| to_py(py, e))? {
-        Some(typed) => Ok(DeviceBuffer::new(typed)),
-        None => Err(no_device_dtype(py, dtype)),
-    }
+    buffer_of!(py, dtype, T => unsafe {
+        tilemm::DeviceArray::<T>::from_device_pointer(gpu, address, len, stream)
+    })
 }
 
 /// A new device buffer copied from another library's DLPack capsule (CUDA or HIP memory, made

@@ -140,17 +140,14 @@ def test_a_child_forked_after_the_parents_products_computes_or_refuses_never_han
         assert (kind, detail) == ("ok", True), detail
 
 
-def test_os_fork_child_computes_a_complex_product_after_the_parents():
-    # Complex products pack their parts in passes large enough to run on the CPU path's
-    # threads: a child forked after the parent's must get threads of its own.
-    z = np.ones((384, 384)) * (1 + 1j)
-    tilemm.matmul(z, z, device="cpu")
+def _verdict_of_a_forked_child(product, hung):
+    """Forks; the child runs `product` (true when its result is right) and reports through a
+    pipe. Its verdict (b"ok", b"wrong" or the exception's repr), or a failure after 60 s."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: one product, its verdict through the pipe, and out
         try:
-            ok = (tilemm.matmul(z, z, device="cpu") == 384 * 2j).all()
-            os.write(write, b"ok" if ok else b"wrong")
+            os.write(write, b"ok" if product() else b"wrong")
         except BaseException as e:
             os.write(write, repr(e).encode()[:200])
         finally:
@@ -162,35 +159,30 @@ def test_os_fork_child_computes_a_complex_product_after_the_parents():
     if not ready:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-        pytest.fail("the os.fork child hung on a complex product")
+        pytest.fail(hung)
     verdict = os.read(read, 200)
     os.waitpid(pid, 0)
+    return verdict
+
+
+def test_os_fork_child_computes_a_complex_product_after_the_parents():
+    # Complex products pack their parts in passes large enough to run on the CPU path's
+    # threads: a child forked after the parent's must get threads of its own.
+    z = np.ones((384, 384)) * (1 + 1j)
+    tilemm.matmul(z, z, device="cpu")
+    verdict = _verdict_of_a_forked_child(
+        lambda: (tilemm.matmul(z, z, device="cpu") == 384 * 2j).all(),
+        "the os.fork child hung on a complex product",
+    )
     assert verdict == b"ok", verdict
 
 
 def test_os_fork_child_computes_on_the_cpu_route():
     big = np.ones((384, 384))
     tilemm.matmul(big, big)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: one product, its verdict through the pipe, and out
-        try:
-            ok = (tilemm.matmul(big, big) == 384).all()
-            os.write(write, b"ok" if ok else b"wrong")
-        except BaseException as e:
-            os.write(write, repr(e).encode()[:200])
-        finally:
-            os._exit(0)
-    os.close(write)
-    import select
-
-    ready, _, _ = select.select([read], [], [], 60)
-    if not ready:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the os.fork child hung")
-    verdict = os.read(read, 200)
-    os.waitpid(pid, 0)
+    verdict = _verdict_of_a_forked_child(
+        lambda: (tilemm.matmul(big, big) == 384).all(), "the os.fork child hung"
+    )
     assert verdict == b"ok", verdict
 
 

@@ -237,17 +237,9 @@ fn check_size<T: ComplexPart>(o: &ComplexRunOptions) -> Result<()> {
         })
     };
     let packed = Shape {
-        m: o.m,
-        k: twice(o.k)?,
-        n: twice(o.n)?,
         batch: o.batch,
-        trans_a: false,
-        trans_b: false,
-        broadcast_a: false,
-        broadcast_b: false,
-        alpha: 1.0,
-        beta: 0.0,
         precision: Precision::of(T::DTYPE),
+        ..Shape::new(o.m, twice(o.k)?, twice(o.n)?)
     }
     .problem()
     // The refusal names the complex product's own dimensions.
