@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::common::args::{at, Dims, Layouts, View, GemmArgs};
 use super::common::async_copy::{
-    copy_plan, copy_tile, copy_width, stage_operand, store_width, CopyPlan, StagedTile, Swizzle,};
+    copy_plan, copy_tile, copy_width, stage_operand, store_width, CopyPlan, Share, StagedTile, Swizzle,};
 use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
@@ -460,8 +460,8 @@ fn stage_tile<F: Float>(
     if fast {
         // (Only where both operands are copied in chunks: `fast` is false otherwise.)
         if comptime!(width_a > 1 && width_b > 1) {
-            copy_tile::<F>(a, plan_a, shared_a, t, comptime!(stage * stage_a), tile_a, units, sync, false);
-            copy_tile::<F>(b, plan_b, shared_b, t, comptime!(stage * stage_b), tile_b, units, sync, false);
+            copy_tile::<F>(a, plan_a, shared_a, t, true, comptime!(stage * stage_a), tile_a, units, Share::WHOLE, false, sync, false);
+            copy_tile::<F>(b, plan_b, shared_b, t, true, comptime!(stage * stage_b), tile_b, units, Share::WHOLE, false, sync, false);
         }
     } else {
         let k0 = dims.k_begin + t * bk;
@@ -480,6 +480,7 @@ fn stage_tile<F: Float>(
             tile_a,
             units,
             width_a,
+            Share::WHOLE,
             sync,
             comptime!(asynchronous),
         );
@@ -497,6 +498,7 @@ fn stage_tile<F: Float>(
             tile_b,
             units,
             width_b,
+            Share::WHOLE,
             sync,
             comptime!(asynchronous),
         );

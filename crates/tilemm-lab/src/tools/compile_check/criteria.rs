@@ -20,7 +20,17 @@ pub struct MatrixLoopCriteria {
     pub max_barriers_per_tile: f64,
     /// The fewest K tiles whose copies are in flight while one is computed.
     pub min_stages_in_flight: u32,
+    /// The schedule, on the architectures it is held to there ([`SCHEDULE_ARCHS`]): the
+    /// longest run of the loop without a matrix instruction, at most.
+    pub max_idle_run: u32,
+    /// And whether a fragment load (`ldmatrix`) may sit in the run that holds the barrier
+    /// (fragments loaded after the barrier rather than carried over from the step before).
+    pub fragment_load_at_barrier: bool,
 }
+
+/// The architectures whose SASS the mma rung's schedule is held to (CUTLASS's sm80 mainloop
+/// is written for them; the others get the same code from a scheduler not checked here).
+pub const SCHEDULE_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
 /// What a matrix-unit kernel's main loop must show in AMD assembly (CDNA's MFMA, RDNA 3's
 /// WMMA): how many matrix instructions each load from LDS and from global memory feeds.
@@ -74,12 +84,17 @@ pub fn min_fma_per_shared_load(config: &Config, precision: Precision) -> Option<
 pub fn matrix_loop_criteria(config: &Config) -> Option<MatrixLoopCriteria> {
     match config {
         // What an Ampere-class kernel aiming at 40–60% of cuBLAS shows (shared/notes: 37%
-        // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight).
+        // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight), on CUTLASS's sm80
+        // schedule: fragments carried across steps and tiles, the barrier a step before the
+        // tile's end, copies between the MMAs. The rung's runs are 11–16 instructions (about
+        // 80 with the fragments loaded after the barrier, as before).
         Config::Mma(_) => Some(MatrixLoopCriteria {
             min_matrix_percent: 30.0,
             min_matrix_per_fragment_load: 4.0,
             max_barriers_per_tile: 1.0,
             min_stages_in_flight: 2,
+            max_idle_run: 16,
+            fragment_load_at_barrier: false,
         }),
         _ => None,
     }

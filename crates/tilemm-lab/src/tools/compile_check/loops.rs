@@ -36,7 +36,13 @@ struct Kind {
     async_copy: bool,
     barrier: bool,
     copy_commit: bool,
+    /// A load of an mbarrier's word at a constant shared address (sm_80's poll of its phase).
+    barrier_poll: bool,
 }
+
+/// Instructions from a wait's poll to the branch past its retry path, at most (sm_80's test
+/// of the phase bit takes three, and the scheduler may put a uniform no-op before the branch).
+const POLL_TO_BRANCH: u32 = 5;
 
 /// A main loop's mix.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -241,16 +247,32 @@ fn sass_kind(opcode: &str, operands: &str) -> Kind {
         async_copy: base == "LDGSTS",
         barrier: base == "BAR",
         copy_commit: base == "LDGDEPBAR" || (base == "ARRIVES" && has("LDGSTSBAR")),
+        barrier_poll: base == "LDS" && constant_address,
     }
 }
 
 /// The main loop of a SASS listing from `nvdisasm -c`.
+///
+/// A wait on an mbarrier compiles to a poll (sm_90's `SYNCS.PHASECHK…TRYWAIT`; before it, an
+/// `LDS` of the barrier's word at a constant address and a test) and a branch past its retry
+/// path (a loop of back-off, polls and `NANOSLEEP`) when the phase has completed. The retry
+/// path runs only while the copies awaited are still in flight, a stall no schedule hides: it
+/// is left out, as the waits that complete at once run (the poll, its test and its branch).
 pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
     let mut lines = Vec::new();
+    // The label that ends the retry path being skipped, and how many instructions ago the
+    // last poll was (its branch follows within a few).
+    let (mut retry_end, mut since_poll): (Option<String>, u32) = (None, u32::MAX);
     for raw in listing.lines() {
         let text = raw.trim();
         if let Some(label) = text.strip_suffix(':').filter(|l| l.starts_with(".L")) {
+            if retry_end.as_deref() == Some(label) {
+                retry_end = None;
+            }
             lines.push(Line::Label(label.to_string()));
+            continue;
+        }
+        if retry_end.is_some() {
             continue;
         }
         // `/*01a0*/  @!P0 BRA `(.L_x_4) ;`
@@ -277,10 +299,20 @@ pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
             .then(|| code.split_once("`(").and_then(|(_, t)| t.split_once(')')))
             .flatten()
             .map(|(t, _)| t.to_string());
-        lines.push(Line::Instruction {
-            kind: sass_kind(opcode, operands),
-            target,
-        });
+        // A poll's branch forward (to a label not seen yet) skips the retry path.
+        let forward = |t: &String| !lines.iter().any(|l| matches!(l, Line::Label(n) if n == t));
+        if since_poll <= POLL_TO_BRANCH && code.trim_start().starts_with('@') && target.is_some() {
+            retry_end = target.clone().filter(forward);
+        }
+        let kind = sass_kind(opcode, operands);
+        since_poll = if (opcode.starts_with("SYNCS.PHASECHK") && opcode.contains("TRYWAIT"))
+            || kind.barrier_poll
+        {
+            0
+        } else {
+            since_poll.saturating_add(1)
+        };
+        lines.push(Line::Instruction { kind, target });
     }
     main_loop(&lines)
 }
@@ -431,6 +463,43 @@ mod tests {
             sass_main_loop("        /*0000*/  FFMA R1, R2, R3, R1 ;"),
             None
         );
+    }
+
+    #[test]
+    fn a_waits_retry_path_is_left_out_of_the_runs_without_work() {
+        // sm_90's poll (TRYWAIT) and sm_80's (an LDS of the barrier's word and its test), each
+        // with a retry loop of back-off; then the barrier. The runs are the poll, its test and
+        // branch, and the barrier: the retry paths' instructions (and their loops) are not.
+        for poll in [
+            "        /*0110*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;\n",
+            "        /*0110*/                   LDS R3, [0x4] ;\n\
+             /*0118*/                   LOP3.LUT P0, RZ, R3, 0x80000000, R2, 0x48, !PT ;\n\
+             /*011c*/                   @!UPT UIADD3 URZ, URZ, URZ, URZ ;\n",
+        ] {
+            let listing = format!(
+                "\
+.L_x_1:
+        /*0100*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+{poll}        /*0120*/               @P0 BRA `(.L_x_3) ;
+.L_x_2:
+        /*0130*/                   CS2R R6, SR_GLOBALTIMERLO ;
+        /*0140*/                   NANOSLEEP 0x10 ;
+        /*0150*/                   IADD3 R7, R7, 0x1, RZ ;
+        /*0160*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+        /*0170*/              @!P0 BRA `(.L_x_2) ;
+.L_x_3:
+        /*0180*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0190*/                   LDSM.16.M88.4 R8, [R8] ;
+        /*01a0*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*01b0*/              @P1 BRA `(.L_x_1) ;"
+            );
+            let mix = sass_main_loop(&listing).unwrap();
+            let polls = poll.lines().count() as u32;
+            // Poll, branch, BAR, LDSM; and the back edge's branch.
+            assert_eq!(mix.longest_idle_run, polls + 3, "{poll}");
+            assert_eq!(mix.instructions, polls + 6, "{poll}");
+            assert!(mix.fragment_load_at_barrier);
+        }
     }
 
     #[test]

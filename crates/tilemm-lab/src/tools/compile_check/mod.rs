@@ -240,6 +240,17 @@ impl ResourceUsage {
                 criteria.min_stages_in_flight
             )),
         }
+        if criteria::SCHEDULE_ARCHS.contains(&self.arch.as_str()) {
+            if mix.longest_idle_run > criteria.max_idle_run {
+                failures.push(format!(
+                    "{} instructions in a row without a matrix instruction (> {})",
+                    mix.longest_idle_run, criteria.max_idle_run
+                ));
+            }
+            if mix.fragment_load_at_barrier && !criteria.fragment_load_at_barrier {
+                failures.push("ldmatrix in the run that holds the barrier".to_string());
+            }
+        }
         failures
     }
 }

@@ -145,6 +145,29 @@ pub(crate) fn transfer<F: Float>(
     }
 }
 
+/// Which of a unit's copies of a tile a call issues: part `part` of `parts` (CUTLASS spreads a
+/// tile's copies over the steps of the tile computed meanwhile, between the MMAs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Share {
+    /// Which part.
+    pub part: u32,
+    /// Parts in all.
+    pub parts: u32,
+}
+
+impl Share {
+    /// All of the copies at once.
+    pub const WHOLE: Share = Share { part: 0, parts: 1 };
+
+    /// This part's range of `count` copies.
+    pub const fn range(&self, count: u32) -> (u32, u32) {
+        (
+            self.part * count / self.parts,
+            (self.part + 1) * count / self.parts,
+        )
+    }
+}
+
 /// Copies one K tile of an operand into its stage: `units` units, each a share of the tile's
 /// pieces of `width` elements (a whole 16-byte chunk with `cp.async`, zero-filled past the
 /// operand's edges; or, for `width` 1, single elements loaded and stored synchronously).
@@ -167,6 +190,7 @@ pub(crate) fn stage_operand<F: Float>(
     #[comptime] staged: StagedTile,
     #[comptime] units: u32,
     #[comptime] width: u32,
+    #[comptime] share: Share,
     #[comptime] emulate: bool,
     #[comptime] rolled: bool,
 ) {
@@ -174,8 +198,9 @@ pub(crate) fn stage_operand<F: Float>(
     let pieces_per_chunk = comptime!(per_chunk / width);
     let pieces_per_row = comptime!(staged.swizzle.chunks * pieces_per_chunk);
     let pieces = comptime!(staged.rows * pieces_per_row);
+    let (from, to) = comptime!(share.range(pieces / units));
     #[unroll(!rolled)]
-    for q in 0..comptime!(pieces / units) {
+    for q in from..to {
         let piece = q * units + UNIT_POS;
         let row = piece / pieces_per_row;
         let rest = piece % pieces_per_row;
@@ -275,7 +300,8 @@ pub(crate) fn copy_plan(
 /// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
 /// `cp.async` per piece, no bounds (the fast path's tiles are whole). Where a unit's pieces
 /// lie a multiple of the swizzle's period apart (every registered configuration), the stage
-/// offsets are the first one's plus constants.
+/// offsets are the first one's plus constants. `guarded`: the copies read nothing (and fill
+/// the stage with zeros) unless `live`, so that a tile past the slab's end costs no branch.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn copy_tile<F: Float>(
@@ -283,29 +309,34 @@ pub(crate) fn copy_tile<F: Float>(
     plan: &CopyPlan,
     tile: &mut SharedMemory<F>,
     t: u32,
-    #[comptime] stage_base: u32,
+    live: bool,
+    stage_base: u32,
     #[comptime] staged: StagedTile,
     #[comptime] units: u32,
+    #[comptime] share: Share,
+    #[comptime] guarded: bool,
     #[comptime] emulate: bool,
     #[comptime] rolled: bool,
 ) {
     let per_chunk = comptime!(staged.per_chunk);
     let chunks = comptime!(staged.swizzle.chunks);
     let pieces = comptime!(staged.rows * chunks);
+    let (from, to) = comptime!(share.range(pieces / units));
     let rows_apart = comptime!(units / chunks);
     let period = comptime!(staged.swizzle.period());
     let base = plan.first + t as usize * plan.step_tile;
     let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
     #[unroll(!rolled)]
-    for q in 0..comptime!(pieces / units) {
+    for q in from..to {
         let index = base + q as usize * plan.step_piece;
         let offset = if comptime!(rows_apart % period == 0) {
             first + stage_base + q * comptime!(rows_apart * staged.swizzle.stride * per_chunk)
         } else {
             swizzled(plan.row + q * rows_apart, plan.chunk, staged.swizzle) * per_chunk + stage_base
         };
+        let valid = select(live || !comptime!(guarded), per_chunk, 0u32);
         transfer::<F>(
-            src, index, per_chunk, tile, offset, per_chunk, false, emulate, rolled,
+            src, index, valid, tile, offset, per_chunk, guarded, emulate, rolled,
         );
     }
 }

@@ -9,7 +9,15 @@
 //! - **Pipeline.** STAGES buffers of the BM×BK and BK×BN tiles in shared memory, filled with
 //!   `cp.async` (each copy 16 bytes, zero-filled past the edges) and completed on one
 //!   `mbarrier` per stage: while the warps compute on tile t, tiles t+1 … t+STAGES−1 are in
-//!   flight. One cube barrier per K tile (before the stage computed last is refilled).
+//!   flight.
+//! - **Schedule** (CUTLASS's sm80 `mma_multistage.h`). Two sets of fragments: each step's MMAs
+//!   issue on fragments loaded during the step before, the last step loading the next tile's
+//!   first. The copies of the tile fetched are spread over the steps, between the MMAs; the one
+//!   cube barrier per K tile (after the wait for the next tile) comes a step before the tile's
+//!   end, so that the last step's MMAs follow it at once. Stage offsets are run-time values, so
+//!   that addresses take a few registers and the second set of fragments fits. The compile
+//!   check holds the interior loop to at most 16 instructions without an HMMA on sm_80 and
+//!   sm_90, with no `ldmatrix` beside the barrier.
 //! - **Conflict-free shared memory.** Each operand's tile lies as it lies in global memory (A
 //!   row-major: rows of K; column-major: rows of M), in 16-byte chunks whose position within a
 //!   row is XORed with the row
@@ -34,8 +42,7 @@ use serde::Serialize;
 
 use crate::kernels::common::args::{at, Dims, Layouts, View, GemmArgs};
 use crate::kernels::common::async_copy::{
-    copy_plan, copy_tile, stage_operand, swizzled, StagedTile,
-    CHUNK_BYTES,
+    copy_plan, copy_tile, stage_operand, swizzled, CopyPlan, Share, StagedTile, CHUNK_BYTES,
 };
 pub use crate::kernels::common::async_copy::{copy_width, store_width};
 
@@ -126,11 +133,11 @@ impl MmaConfig {
         }
     }
 
-    /// Elements of one warp's scratch in the emulation: its tile's fragments at every step of
-    /// a K tile, A's 16×16 and B's 16×8 each.
+    /// Elements of one warp's scratch in the emulation: its two sets of fragments for a step
+    /// of K, A's 16×16 and B's 16×8 each.
     fn scratch_per_warp(&self) -> u32 {
         let (im, in_, ik) = INSTRUCTION;
-        ((self.warp_m() / im) * im * ik + (self.warp_n() / in_) * ik * in_) * (self.bk / ik)
+        ((self.warp_m() / im) * im * ik + (self.warp_n() / in_) * ik * in_) * 2
     }
 
     /// Whether the tiles divide into warps, fragments, chunks and units evenly, in every
@@ -154,7 +161,9 @@ impl MmaConfig {
             && self.bn.is_multiple_of(self.wn)
             && self.warp_m().is_multiple_of(im)
             && self.warp_n().is_multiple_of(2 * in_)
-            && self.bk.is_multiple_of(ik)
+            // An even number of steps of K, at least 2: the next tile's first fragments go to
+            // set 0, and the barrier comes a step before the tile's end.
+            && self.bk.is_multiple_of(2 * ik)
             && self.stages >= 2
             && tiles_fit
     }
@@ -241,52 +250,138 @@ fn load_x4<F: Float, A: Float>(
 }
 
 
-/// The warp's MMAs on one stage: per step of 16 along K, MI fragments of A and NI of B (two
-/// per `ldmatrix.x4`), then MI·NI `mma.m16n8k16` into `acc`.
+/// A warp's fragments for one step of 16 along K, two sets (`slot` 0 and 1) so that one step's
+/// are loaded while the other's MMAs issue: A's MI 16×16 fragments (one `ldmatrix.x4` each)
+/// and B's NI 16×8 in pairs (one `ldmatrix.x4` per pair). Emulated, they live in the warp's
+/// scratch in shared memory instead.
+#[derive(CubeType)]
+struct Fragments<F: Float> {
+    a: Sequence<Array<Vector<F, Const<2>>>>,
+    b: Sequence<Array<Vector<F, Const<2>>>>,
+}
+
+#[cube]
+impl<F: Float> Fragments<F> {
+    fn new(#[comptime] mi: u32, #[comptime] pairs: u32, #[comptime] emulate: bool) -> Fragments<F> {
+        let mut a = Sequence::<Array<Vector<F, Const<2>>>>::new();
+        let mut b = Sequence::<Array<Vector<F, Const<2>>>>::new();
+        if !comptime!(emulate) {
+            #[unroll]
+            for _ in 0..2 * mi {
+                a.push(Array::<Vector<F, Const<2>>>::new(4usize));
+            }
+            #[unroll]
+            for _ in 0..2 * pairs {
+                b.push(Array::<Vector<F, Const<2>>>::new(4usize));
+            }
+        }
+        Fragments::<F> { a, b }
+    }
+}
+
+/// Where a warp's emulated fragments of `slot` lie in `shared_b`: A's MI 16×16, then B's NI
+/// 16×8, after B's stages and the other warps' scratch.
+#[cube]
+fn scratch_slot(#[comptime] slot: u32, #[comptime] config: MmaConfig, #[comptime] layouts: Layouts) -> (u32, u32) {
+    let (_, tile_b) = comptime!(config.tiles(2, layouts));
+    let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
+    let a_scratch = comptime!(config.stages * tile_b.elements() + slot * (mi * 256 + ni * 128))
+        + UNIT_POS_Y * comptime!(config.scratch_per_warp());
+    (a_scratch, a_scratch + comptime!(mi * 256))
+}
+
+/// Loads step `kk` of the tile in `stage` (a run-time value: offsets fixed at compile time
+/// per stage would each hold a register) into fragment set `slot`: MI `ldmatrix.x4` of A and
+/// NI/2 of B (transposed where the operand is stored across the fragments' rows).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn warp_tile<F: Float, A: Float>(
+fn load_step<F: Float, A: Float>(
     def: MmaDefinition<F, F, A>,
     shared_a: &SharedMemory<F>,
-    shared_b: &SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
     bases_a: &Array<u32>,
     bases_b: &Array<u32>,
-    acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
-    #[comptime] stage: u32,
+    frags: &mut Fragments<F>,
+    warp_row: u32,
+    warp_col: u32,
+    stage: u32,
+    #[comptime] slot: u32,
+    #[comptime] kk: u32,
     #[comptime] config: MmaConfig,
     #[comptime] layouts: Layouts,
 ) {
     let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
-    let (fm, fn_, fk) = comptime!(INSTRUCTION);
-    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
-    let (base_a, base_b) = comptime!((stage * tile_a.elements(), stage * tile_b.elements()));
+    let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
+    let steps = comptime!(config.bk / INSTRUCTION.2);
+    let base_a = stage * comptime!(tile_a.elements());
+    let base_b = stage * comptime!(tile_b.elements());
     let per_chunk = comptime!(tile_a.per_chunk);
-    #[unroll]
-    for kk in 0..comptime!(config.bk / fk) {
-        let mut frags_a = Sequence::<Array<Vector<F, Const<2>>>>::new();
+    if comptime!(config.emulate) {
+        let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts);
+        #[unroll]
+        for i in 0..mi {
+            emulated_ldmatrix::<F>(
+                shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, base_a, i, kk, tile_a,
+                true, mi, steps, comptime!(tile_a.by_cols),
+            );
+        }
+        #[unroll]
+        for p in 0..comptime!(ni / 2) {
+            emulated_ldmatrix::<F>(
+                shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, base_b, p, kk, tile_b,
+                false, comptime!(ni / 2), steps, comptime!(!tile_b.by_cols),
+            );
+        }
+    } else {
         #[unroll]
         for i in 0..mi {
             let offset = fragment_offset(bases_a, i, kk, tile_a, true) + base_a;
-            frags_a.push(load_x4::<F, A>(
-                def,
-                shared_a,
-                offset,
-                per_chunk,
-                MatrixIdent::A,
-                comptime!(tile_a.by_cols),
-            ));
+            let x4 = load_x4::<F, A>(
+                def, shared_a, offset, per_chunk, MatrixIdent::A, comptime!(tile_a.by_cols),
+            );
+            let frag = frags.a.index_mut(comptime!((slot * mi + i) as usize));
+            #[unroll]
+            for r in 0..4usize {
+                frag[r] = x4[r];
+            }
         }
         #[unroll]
         for p in 0..comptime!(ni / 2) {
             let offset = fragment_offset(bases_b, p, kk, tile_b, false) + base_b;
-            let pair = load_x4::<F, A>(
-                def,
-                shared_b,
-                offset,
-                per_chunk,
-                MatrixIdent::B,
-                comptime!(!tile_b.by_cols),
+            let x4 = load_x4::<F, A>(
+                def, shared_b, offset, per_chunk, MatrixIdent::B, comptime!(!tile_b.by_cols),
             );
+            let frag = frags.b.index_mut(comptime!((slot * (ni / 2) + p) as usize));
+            #[unroll]
+            for r in 0..4usize {
+                frag[r] = x4[r];
+            }
+        }
+    }
+}
+
+/// The warp's MI·NI `mma.m16n8k16` on fragment set `slot`, into `acc` (emulated, into
+/// `emulated_acc`).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn mma_step<F: Float, A: Float>(
+    def: MmaDefinition<F, F, A>,
+    shared_b: &SharedMemory<F>,
+    frags: &Fragments<F>,
+    acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
+    emulated_acc: &mut Array<A>,
+    #[comptime] slot: u32,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+) {
+    let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
+    if comptime!(config.emulate) {
+        let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts);
+        emulated_mma::<F, A>(shared_b, a_scratch, b_scratch, UNIT_POS_X, emulated_acc, mi, ni);
+    } else {
+        #[unroll]
+        for p in 0..comptime!(ni / 2) {
+            let pair = frags.b.index(comptime!((slot * (ni / 2) + p) as usize));
             #[unroll]
             for h in 0..2u32 {
                 // Registers 2h and 2h + 1 of the x4 are fragment 2p + h.
@@ -298,7 +393,7 @@ fn warp_tile<F: Float, A: Float>(
                 for i in 0..mi {
                     let acc_ij = acc.index_mut(comptime!((i * ni + j) as usize));
                     def.execute_inplace::<Const<2>, Const<2>, Const<2>>(
-                        frags_a.index(comptime!(i as usize)),
+                        frags.a.index(comptime!((slot * mi + i) as usize)),
                         &frag_b,
                         acc_ij,
                     );
@@ -308,10 +403,75 @@ fn warp_tile<F: Float, A: Float>(
     }
 }
 
-/// The K loop: tiles in flight STAGES − 1 ahead on the stages' barriers, one cube barrier per
-/// tile, the warp's MMAs on each. `fast`: every tile whole and both operands copied in 16-byte
+/// Issues part `share` of a unit's copies of K tile `t` into `stage`: along the plans where
+/// `fast` (whole tiles, 16-byte copies), else each piece placed and bounded on its own. Past
+/// the slab's end (`live` false) the copies read nothing: `guarded` where that can be so (the
+/// bounded pieces are bounded by the slab anyway).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn fetch<F: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    va: &View,
+    vb: &View,
+    dims: &Dims,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    plan_a: &CopyPlan,
+    plan_b: &CopyPlan,
+    t: u32,
+    live: bool,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    stage: u32,
+    #[comptime] share: Share,
+    #[comptime] guarded: bool,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] width_a: u32,
+    #[comptime] width_b: u32,
+    #[comptime] fast: bool,
+) {
+    let (bm, bn, bk) = comptime!((config.bm, config.bn, config.bk));
+    let units = comptime!(config.units());
+    let emulate = comptime!(config.emulate);
+    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let stage_a = stage * comptime!(tile_a.elements());
+    let stage_b = stage * comptime!(tile_b.elements());
+    if comptime!(fast) {
+        copy_tile::<F>(
+            a, plan_a, shared_a, t, live, stage_a, tile_a, units, share, guarded, emulate, emulate,
+        );
+        copy_tile::<F>(
+            b, plan_b, shared_b, t, live, stage_b, tile_b, units, share, guarded, emulate, emulate,
+        );
+    } else {
+        let k0 = dims.k_begin + t * bk;
+        let k_inside = k0 + bk <= dims.k_end;
+        stage_operand::<F>(
+            a, va, shared_a, stage_a, batch, row0, k0, dims.m, dims.k_end,
+            row0 + bm <= dims.m && k_inside, tile_a, units, width_a, share, emulate, emulate,
+        );
+        stage_operand::<F>(
+            b, vb, shared_b, stage_b, batch, k0, col0, dims.k_end, dims.n,
+            col0 + bn <= dims.n && k_inside, tile_b, units, width_b, share, emulate, emulate,
+        );
+    }
+}
+
+/// The K loop, on CUTLASS's sm80 multistage schedule (`mma_multistage.h`): tiles in flight
+/// STAGES − 1 ahead on the stages' barriers; within a tile, each step's MMAs issue on
+/// fragments loaded during the step before (the last step loading the next tile's first), the
+/// copies of the tile fetched are spread over the steps, and the one cube barrier per tile
+/// (after waiting for the next tile) comes a step before the tile's end, so that the MMAs of
+/// the last step cover it. `fast`: every tile whole and both operands copied in 16-byte
 /// pieces, so copies follow precomputed plans with no bounds; else each piece is placed and
 /// bounded on its own.
+///
+/// Stage `t − 1` is refilled during tile t: its last fragments were loaded before tile t − 1's
+/// barrier. Emulated, copies and fragment loads are synchronous stores to shared memory, and a
+/// cube barrier at each step keeps one step's fragments from the other's.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn k_loop<F: Float, A: Float>(
@@ -336,11 +496,10 @@ fn k_loop<F: Float, A: Float>(
     #[comptime] width_b: u32,
     #[comptime] fast: bool,
 ) {
-    let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
+    let (bk, stages) = comptime!((config.bk, config.stages));
     let units = comptime!(config.units());
     let emulate = comptime!(config.emulate);
     let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
-    let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
     let (fm, fn_, fk) = comptime!(INSTRUCTION);
     let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
     let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
@@ -350,35 +509,17 @@ fn k_loop<F: Float, A: Float>(
     let bases_b = fragment_bases(lane, warp_col, tile_b, false, comptime!(ni / 2), steps);
     let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
-    // Off the fast path: whether the block's rows of A and columns of B lie inside the
-    // operands (then a tile whose K does too needs no bounds).
-    let rows_inside = row0 + bm <= dims.m;
-    let cols_inside = col0 + bn <= dims.n;
+    let mut frags = Fragments::<F>::new(mi, comptime!(ni / 2), emulate);
 
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     // The first STAGES − 1 tiles in flight.
     #[unroll]
     for s in 0..comptime!(stages - 1) {
         if s < tiles {
-            if comptime!(fast) {
-                copy_tile::<F>(
-                    a, &plan_a, shared_a, s, comptime!(s * stage_a), tile_a, units, emulate, emulate,
-                );
-                copy_tile::<F>(
-                    b, &plan_b, shared_b, s, comptime!(s * stage_b), tile_b, units, emulate, emulate,
-                );
-            } else {
-                let k0 = dims.k_begin + s * bk;
-                let k_inside = k0 + bk <= dims.k_end;
-                stage_operand::<F>(
-                    a, va, shared_a, s * stage_a, batch, row0, k0, dims.m, dims.k_end,
-                    rows_inside && k_inside, tile_a, units, width_a, emulate, emulate,
-                );
-                stage_operand::<F>(
-                    b, vb, shared_b, s * stage_b, batch, k0, col0, dims.k_end, dims.n,
-                    cols_inside && k_inside, tile_b, units, width_b, emulate, emulate,
-                );
-            }
+            fetch::<F>(
+                a, b, va, vb, dims, shared_a, shared_b, &plan_a, &plan_b, s, true, batch, row0,
+                col0, s, Share::WHOLE, false, config, layouts, width_a, width_b, fast,
+            );
             if !comptime!(emulate) {
                 let bar = full.index(comptime!(s as usize));
                 bar.commit_copy_async();
@@ -386,74 +527,182 @@ fn k_loop<F: Float, A: Float>(
             }
         }
     }
+    // Tile 0's first fragments.
+    if tiles > 0 {
+        if comptime!(emulate) {
+            sync_cube();
+        } else {
+            full.index(0usize).wait_parity(0u32);
+        }
+        load_step::<F, A>(
+            def, shared_a, shared_b, &bases_a, &bases_b, &mut frags, warp_row, warp_col, 0u32,
+            0u32, 0u32, config, layouts,
+        );
+    }
 
     // Tiles in groups of STAGES, so that each tile's stage (and barrier, and the stage it
     // refills) is known at compile time. Every unit runs every trip (the barriers need them
     // all); at most LOOP_TRIP_LIMIT of them (k_per_trip = BK): the host splits K.
-    let groups = tiles.div_ceil(stages);
+    // Tile t's stage is t mod STAGES (= s), but kept as a value the compiler does not fold,
+    // so that the fragments' and copies' addresses are a few registers plus this offset.
+    // Whole groups first, with no bound on the tiles (no branch between them), then the rest.
+    // (Emulated, every tile bounded in one loop: half the code for lavapipe to compile.)
+    let mut stage = 0u32;
+    let groups = if comptime!(emulate) {
+        tiles.div_ceil(stages)
+    } else {
+        tiles / stages
+    };
     for group in 0..groups {
-        let parity = group % 2;
         #[unroll]
         for s in 0..stages {
             let t = group * stages + s;
+            if comptime!(emulate) {
+                if t < tiles {
+                    stage = k_tile::<F, A>(
+                        a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc,
+                        &mut frags, &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0,
+                        warp_row, warp_col, t, tiles, group, stage, s, config, layouts, width_a,
+                        width_b, fast,
+                    );
+                }
+            } else {
+                stage = k_tile::<F, A>(
+                    a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc, &mut frags,
+                    &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0, warp_row, warp_col,
+                    t, tiles, group, stage, s, config, layouts, width_a, width_b, fast,
+                );
+            }
+        }
+    }
+    if !comptime!(emulate) {
+        #[unroll]
+        for s in 0..comptime!(stages - 1) {
+            let t = groups * stages + s;
             if t < tiles {
-                // (Emulated, the copies are synchronous: the cube barrier below makes them
-                // visible.)
-                if !comptime!(emulate) {
-                    full.index(comptime!(s as usize)).wait_parity(parity);
-                }
-                // Everyone is done with tile t − 1, whose stage is refilled next.
-                sync_cube();
-                let next = t + stages - 1;
-                if next < tiles {
-                    let refill = comptime!((s + stages - 1) % stages);
-                    if comptime!(fast) {
-                        copy_tile::<F>(
-                            a, &plan_a, shared_a, next, comptime!(refill * stage_a), tile_a,
-                            units, emulate, emulate,
-                        );
-                        copy_tile::<F>(
-                            b, &plan_b, shared_b, next, comptime!(refill * stage_b), tile_b,
-                            units, emulate, emulate,
-                        );
-                    } else {
-                        let k0 = dims.k_begin + next * bk;
-                        let k_inside = k0 + bk <= dims.k_end;
-                        stage_operand::<F>(
-                            a, va, shared_a, refill * stage_a, batch, row0, k0, dims.m,
-                            dims.k_end, rows_inside && k_inside, tile_a, units, width_a, emulate, emulate,
-                        );
-                        stage_operand::<F>(
-                            b, vb, shared_b, refill * stage_b, batch, k0, col0, dims.k_end,
-                            dims.n, cols_inside && k_inside, tile_b, units, width_b, emulate, emulate,
-                        );
-                    }
-                    if !comptime!(emulate) {
-                        let bar = full.index(comptime!(refill as usize));
-                        bar.commit_copy_async();
-                        bar.arrive();
-                    }
-                }
-                if comptime!(emulate) {
-                    emulated_warp_tile::<F, A>(
-                        shared_a,
-                        shared_b,
-                        emulated_acc,
-                        warp_row,
-                        warp_col,
-                        s,
-                        config,
-                        layouts,
-                    );
-                } else {
-                    warp_tile::<F, A>(
-                        def, shared_a, shared_b, &bases_a, &bases_b, acc, s, config, layouts,
-                    );
-                }
+                stage = k_tile::<F, A>(
+                    a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc, &mut frags,
+                    &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0, warp_row, warp_col,
+                    t, tiles, groups, stage, s, config, layouts, width_a, width_b, fast,
+                );
             }
         }
     }
 }
+
+/// Tile `t` of the K loop ([`k_loop`]), the `s`-th of its group `group` (its stage's barrier
+/// `s`, whose phase `group` it is), in stage `stage` (= `s`, at run time): returns the next
+/// tile's stage.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn k_tile<F: Float, A: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    va: &View,
+    vb: &View,
+    dims: &Dims,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    full: &Sequence<Shared<Barrier>>,
+    acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
+    emulated_acc: &mut Array<A>,
+    frags: &mut Fragments<F>,
+    bases_a: &Array<u32>,
+    bases_b: &Array<u32>,
+    plan_a: &CopyPlan,
+    plan_b: &CopyPlan,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    warp_row: u32,
+    warp_col: u32,
+    t: u32,
+    tiles: u32,
+    group: u32,
+    stage: u32,
+    #[comptime] s: u32,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] width_a: u32,
+    #[comptime] width_b: u32,
+    #[comptime] fast: bool,
+) -> u32 {
+    let (fm, fn_, fk) = comptime!(INSTRUCTION);
+    let stages = comptime!(config.stages);
+    let emulate = comptime!(config.emulate);
+    let steps = comptime!(config.bk / fk);
+    // The copies spread over every step but the last, and committed with the barrier's wait
+    // (as CUTLASS's): the last step is its fragments' loads and its MMAs alone.
+    let parts = comptime!(steps - 1);
+    let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
+    let fetched = t + stages - 1;
+    let next = select(stage + 1 == stages, 0u32, stage + 1);
+    let refill = select(stage == 0, comptime!(stages - 1), stage - 1);
+    let (next_bar, refill_bar) = comptime!(((s + 1) % stages, (s + stages - 1) % stages));
+    // Tile t + 1 is phase (t + 1) / STAGES of its stage's barrier.
+    let next_parity = if comptime!(s + 1 < stages) {
+        group % 2
+    } else {
+        (group + 1) % 2
+    };
+    #[unroll]
+    for kk in 0..steps {
+        if comptime!(emulate) {
+            sync_cube();
+        }
+        // The next step's fragments: this tile's, or the next tile's first (the
+        // step count is even, so that one is always in set 0).
+        // (Unconditional, as are the copies, so that the step is one basic block
+        // the compiler can interleave: after the last tile, the fragments loaded
+        // are never used, and the copies read nothing.)
+        if comptime!(kk + 1 < steps) {
+            load_step::<F, A>(
+                def, shared_a, shared_b, bases_a, bases_b, frags, warp_row,
+                warp_col, stage, comptime!((kk + 1) % 2), comptime!(kk + 1), config,
+                layouts,
+            );
+        } else {
+            load_step::<F, A>(
+                def, shared_a, shared_b, bases_a, bases_b, frags, warp_row,
+                warp_col, next, 0u32, 0u32, config, layouts,
+            );
+        }
+        if comptime!(kk < parts) {
+            fetch::<F>(
+                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, fetched,
+                fetched < tiles, batch, row0, col0, refill,
+                comptime!(Share { part: kk, parts }), true, config, layouts, width_a,
+                width_b, fast,
+            );
+        }
+        mma_step::<F, A>(
+            def, shared_b, frags, acc, emulated_acc, comptime!(kk % 2), config,
+            layouts,
+        );
+        // The tile's copies committed after the MMAs: the commit ends a basic
+        // block, which the MMAs would otherwise wait behind. (Past the end, an
+        // arrival on a phase nobody waits for.)
+        if comptime!(kk + 1 == parts && !emulate) {
+            let bar = full.index(comptime!(refill_bar as usize));
+            bar.commit_copy_async();
+            bar.arrive();
+        }
+        if comptime!(kk + 2 == steps) {
+            // Tile t + 1 has landed; and past the barrier every warp has loaded
+            // tile t's last fragments, so that tile t + 1 may refill its stage.
+            // (Nested: emulated, there are no barriers to index, even in code not run.)
+            #[allow(clippy::collapsible_if)]
+            if !comptime!(emulate) {
+                if t + 1 < tiles {
+                    full.index(comptime!(next_bar as usize)).wait_parity(next_parity);
+                }
+            }
+            sync_cube();
+        }
+    }
+    next
+}
+
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, f16 or bf16 inputs (`F`) accumulated
 /// in `A` (f32). Cube (X, Y) computes the BM×BN block at (Y·BM, X·BN); warp `UNIT_POS_Y`
@@ -686,12 +935,15 @@ impl Rung for Mma {
             emulate: false,
         };
         // 64×64 warp tiles, CUTLASS's large configurations: 4 HMMA per ldmatrix (a 64×32 warp
-        // tile gets 2.7, short of what the compile check asks of every configuration). Split-K
-        // in 2 and 4 slices for products of few blocks; the tuner times them against the rest.
+        // tile gets 2.7, short of what the compile check asks of every configuration), BK of
+        // 32 and of 64 (CUTLASS's sm80 f16 default: 3 stages of 128×64 and 64×128, 96 KiB).
+        // Split-K in 2 and 4 slices for products of few blocks; the tuner times them against
+        // the rest.
         [
             config(128, 128, 32, 2, 2, 3, 1),
-            config(128, 128, 32, 2, 2, 4, 1),
+            config(128, 128, 64, 2, 2, 3, 1),
             config(128, 256, 32, 2, 4, 3, 1),
+            config(128, 256, 64, 2, 4, 3, 1),
             config(256, 128, 32, 4, 2, 3, 1),
             config(128, 128, 32, 2, 2, 3, 2),
             config(128, 128, 32, 2, 2, 3, 4),
@@ -745,6 +997,12 @@ impl Rung for Mma {
 
     fn k_splits(c: &MmaConfig) -> u32 {
         c.split
+    }
+
+    fn quick_to_compile(c: &MmaConfig, _precision: Precision) -> bool {
+        // BK = 64 unrolls twice the MMAs: 7–9 s of NVRTC for sm_90 here, tuned in the
+        // background rather than a first call's kernel.
+        c.bk <= 32
     }
 
     fn computes(_config: &MmaConfig, precision: Precision) -> bool {
@@ -921,7 +1179,11 @@ mod tests {
                 "{bm}×{bn}"
             );
         }
-        assert_eq!(configs.len(), 6);
+        assert_eq!(configs.len(), 7);
+        // CUTLASS's sm80 f16 default among them: BK = 64, 3 stages.
+        assert!(configs
+            .iter()
+            .any(|c| (c.bm, c.bn, c.bk, c.stages) == (128, 128, 64, 3)));
         // Split-K only for the 128×128 block, in 2 and 4 slices.
         let splits: Vec<u32> = configs.iter().map(|c| c.split).filter(|&s| s > 1).collect();
         assert_eq!(splits, [2, 4]);
