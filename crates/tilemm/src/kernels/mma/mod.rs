@@ -16,7 +16,7 @@
 //!   cube barrier per K tile (after the wait for the next tile) comes a step before the tile's
 //!   end, so that the last step's MMAs follow it at once. Stage offsets are run-time values, so
 //!   that addresses take a few registers and the second set of fragments fits. The compile
-//!   check holds the interior loop to at most 16 instructions without an HMMA on sm_80 and
+//!   check holds the interior loop to at most 20 instructions without an HMMA on sm_80 and
 //!   sm_90, with no `ldmatrix` beside the barrier.
 //! - **Conflict-free shared memory.** Each operand's tile lies as it lies in global memory (A
 //!   row-major: rows of K; column-major: rows of M), in 16-byte chunks whose position within a
