@@ -649,8 +649,8 @@ fn bench_tunes_auto_writes_csv_and_a_plot() {
     assert_eq!(
         lines.next(),
         Some(
-            "m,k,n,dtype,implementation,computed,median_ms,min_ms,gflops,percent_of_peak,timing,\
-             verified"
+            "m,k,n,dtype,implementation,computed,median_ms,min_ms,host_median_ms,gflops,\
+             percent_of_peak,timing,verified"
         )
     );
     let rows: Vec<Vec<String>> = lines.map(csv_fields).collect();
@@ -658,7 +658,7 @@ fn bench_tunes_auto_writes_csv_and_a_plot() {
     assert_eq!(rows.len(), 6, "{text}");
     assert!(
         rows.iter()
-            .all(|r| r.len() == 12 && r[3] == "f32" && r[5] == "f32" && r[11] == "true"),
+            .all(|r| r.len() == 13 && r[3] == "f32" && r[5] == "f32" && r[12] == "true"),
         "{text}"
     );
     assert!(rows[0][4].starts_with("\"auto → "), "{text}");
@@ -697,21 +697,31 @@ fn bench_measures_other_dtypes_and_each_gpu_row_against_the_peak_given() {
     assert_eq!(rows.len(), 3, "{text}");
     for row in &rows {
         assert_eq!(
-            (&*row[3], &*row[5], &*row[11]),
+            (&*row[3], &*row[5], &*row[12]),
             ("f16", "f16", "true"),
             "{text}"
         );
     }
     for row in &rows[..2] {
-        let gflops: f64 = row[8].parse().unwrap();
-        let percent: f64 = row[9].parse().unwrap();
+        let gflops: f64 = row[9].parse().unwrap();
+        let percent: f64 = row[10].parse().unwrap();
         assert!(
             (percent - 2.0 * gflops).abs() <= 1e-9 * percent.max(1.0),
             "{text}"
         );
     }
     // The CPU is not measured against the GPU's peak.
-    assert_eq!(rows[2][9], "", "{text}");
+    assert_eq!(rows[2][10], "", "{text}");
+    // Every row has its host-clock median; the CPU's is its only clock.
+    for row in &rows {
+        let host: f64 = row[8].parse().unwrap();
+        assert!(host.is_finite() && host > 0.0, "{text}");
+    }
+    assert_eq!(
+        (&*rows[2][8], &*rows[2][11]),
+        (&*rows[2][6], "host clock"),
+        "{text}"
+    );
     assert_refused(&["bench", "--peak", "0"], &["--peak"]);
     assert_refused(&["bench", "--dtype", "f8"], &["--dtype"]);
 }

@@ -46,6 +46,10 @@ pub enum Error {
         reason: String,
     },
 
+    /// The kernel clock (CUPTI) failed on a run: `bench` times on without it.
+    #[error("the kernel clock: {0}")]
+    Clock(String),
+
     /// A compiler the compile check needs is missing or failed.
     #[error("{tool}: {reason}")]
     Toolchain {

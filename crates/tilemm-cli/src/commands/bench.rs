@@ -114,19 +114,20 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
                 None => {}
             }
             say!(
-                "{:<16} {:<width$} {:<9} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
+                "{:<16} {:<width$} {:<9} {:>11} {:>11} {:>11} {:>10} {:>7}  {:<18} check",
                 "size",
                 "implementation",
                 "computes",
                 "median ms",
                 "min ms",
+                "host ms",
                 "GFLOPS",
                 "% peak",
                 "timing"
             );
         }
         Format::Csv => say!(
-            "m,k,n,dtype,implementation,computed,median_ms,min_ms,gflops,percent_of_peak,timing,verified"
+            "m,k,n,dtype,implementation,computed,median_ms,min_ms,host_median_ms,gflops,percent_of_peak,timing,verified"
         ),
         Format::Json => {}
     }
@@ -192,18 +193,19 @@ fn print_row(format: Format, m: &Measurement, dtype: DType, width: usize) -> Res
     let p = &m.problem;
     match format {
         Format::Table => say(format_args!(
-            "{:<16} {:<width$} {:<9} {:>11.3} {:>11.3} {:>10.2} {:>7}  {:<18} {check}",
+            "{:<16} {:<width$} {:<9} {:>11.4} {:>11.4} {:>11.4} {:>10.2} {:>7}  {:<18} {check}",
             size_name(p),
             m.implementation,
             m.computed.short_name(),
             m.median_ms,
             m.min_ms,
+            m.host_median_ms,
             m.gflops,
             percent.map_or("—".into(), |p| format!("{p:.1}")),
             m.timing,
         )),
         Format::Csv => say(format_args!(
-            "{},{},{},{},\"{}\",{},{},{},{},{},{},{}",
+            "{},{},{},{},\"{}\",{},{},{},{},{},{},{},{}",
             p.m(),
             p.k(),
             p.n(),
@@ -212,6 +214,7 @@ fn print_row(format: Format, m: &Measurement, dtype: DType, width: usize) -> Res
             m.computed.short_name(),
             m.median_ms,
             m.min_ms,
+            m.host_median_ms,
             m.gflops,
             percent.map_or(String::new(), |p| p.to_string()),
             m.timing,

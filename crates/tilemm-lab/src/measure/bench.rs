@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::inputs::Operands;
+use crate::measure::kernel_clock;
 use crate::Result;
 use tilemm::host::{self, cpu};
 use tilemm::plan::Plan;
@@ -52,7 +53,8 @@ pub struct Measurement {
     pub problem: Problem,
     /// The precision it computed: the problem's, except the CPU path's f32 in a tf32 run.
     pub computed: tilemm::problem::Precision,
-    /// How the times were taken: "device timestamps", "host clock".
+    /// How the times were taken: "device (CUPTI)", "device events", "device timestamps",
+    /// "host clock".
     pub timing: &'static str,
     /// Each timed run, in milliseconds.
     pub samples_ms: Vec<f64>,
@@ -60,6 +62,9 @@ pub struct Measurement {
     pub median_ms: f64,
     /// Fastest sample.
     pub min_ms: f64,
+    /// The median of the same runs on the host clock, from the call to its wait's return:
+    /// `median_ms` where that is the host clock already.
+    pub host_median_ms: f64,
     /// GFLOPS at the median.
     pub gflops: f64,
     /// The GFLOPS as a percentage of the device's peak, where known (see [`tilemm::device::peak`]).
@@ -68,19 +73,51 @@ pub struct Measurement {
     pub verified: bool,
 }
 
+/// One timed run: its time on the clock a row names, and on the host's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Milliseconds on the row's clock.
+    pub ms: f64,
+    /// Milliseconds on the host clock, from the call to its wait's return.
+    pub host_ms: f64,
+}
+
+impl Sample {
+    /// A run timed on the host clock alone.
+    pub fn host(ms: f64) -> Sample {
+        Sample { ms, host_ms: ms }
+    }
+
+    /// `run` (which waits for its work) timed on the host clock too: `run` returns its time on
+    /// its own clock.
+    pub fn around(run: impl FnOnce() -> Result<f64>) -> Result<Sample> {
+        let start = Instant::now();
+        let ms = run()?;
+        Ok(Sample {
+            ms,
+            host_ms: start.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+}
+
 /// The one way an implementation is measured: `warm_up` runs it once (JIT compilation,
 /// thread-pool start) and says whether its result met the bound; then `repeat` runs of `run`,
-/// each returning its own time in milliseconds, taken as `timing` says.
+/// each returning its own time, taken as `timing` says, and on the host clock.
 pub(crate) fn measured(
     implementation: String,
     problem: &Problem,
     timing: &'static str,
     repeat: usize,
     warm_up: impl FnOnce() -> Result<bool>,
-    run: impl FnMut() -> Result<f64>,
+    mut run: impl FnMut() -> Result<Sample>,
 ) -> Result<Measurement> {
     let verified = warm_up()?;
-    let samples = Samples::take(repeat.max(1), run)?;
+    let mut host = Samples::default();
+    let samples = Samples::take(repeat.max(1), || {
+        let sample = run()?;
+        host.0.push(sample.host_ms);
+        Ok::<_, crate::Error>(sample.ms)
+    })?;
     let median_ms = samples.median();
     Ok(Measurement {
         implementation,
@@ -88,6 +125,7 @@ pub(crate) fn measured(
         computed: problem.precision(),
         timing,
         min_ms: samples.min(),
+        host_median_ms: host.median(),
         median_ms,
         gflops: problem.flops() / (median_ms * 1e-3) / 1e9,
         percent_of_peak: None,
@@ -120,7 +158,23 @@ pub(crate) fn resident(
         Ok(reference.check_passes(&gpu.download(&c)?, passes)?.pass)
     };
     // C keeps changing when β ≠ 0; the time does not depend on its values.
-    let run = || gpu.time_ms(|| launch(&a, &b, &c).map(|_| ()));
+    let timed = || gpu.time_ms(|| launch(&a, &b, &c).map(|_| ()));
+    if let Some(clock) = kernel_clock::for_session(gpu) {
+        let run = || clock.time(|| timed().map(drop));
+        match measured(
+            implementation.clone(),
+            problem,
+            kernel_clock::TIMING,
+            repeat,
+            warm_up,
+            run,
+        ) {
+            // The clock failed (the sweep says why): this row on the session's own clock.
+            Err(crate::Error::Clock(_)) => {}
+            measurement => return measurement,
+        }
+    }
+    let run = || Sample::around(timed);
     measured(implementation, problem, gpu.timing(), repeat, warm_up, run)
 }
 
@@ -195,7 +249,7 @@ pub fn gpu_from_host(
         || {
             let start = Instant::now();
             product(&mut cell.borrow_mut())?;
-            Ok(start.elapsed().as_secs_f64() * 1e3)
+            Ok(Sample::host(start.elapsed().as_secs_f64() * 1e3))
         },
     )
 }
@@ -211,7 +265,7 @@ pub fn cpu_gemm(work: &Workload, repeat: usize) -> Result<Measurement> {
     let run = || {
         let start = Instant::now();
         drop(product()?);
-        Ok(start.elapsed().as_secs_f64() * 1e3)
+        Ok(Sample::host(start.elapsed().as_secs_f64() * 1e3))
     };
     let mut m = measured(
         format!("cpu ({}, {} threads)", cpu::CPU_GEMM, cpu::threads()),
@@ -239,6 +293,10 @@ mod tests {
         let m = cpu_gemm(&work, 3).unwrap();
         assert_eq!(m.samples_ms.len(), 3);
         assert!(m.min_ms <= m.median_ms && m.median_ms > 0.0);
+        assert_eq!(
+            m.host_median_ms, m.median_ms,
+            "the CPU is timed on the host clock alone"
+        );
         assert!(m.verified);
     }
 }

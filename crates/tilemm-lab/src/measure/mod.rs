@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod complex;
+pub mod kernel_clock;
 pub mod peers;
 pub mod report;
 pub mod run;

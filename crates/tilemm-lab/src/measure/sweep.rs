@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::inputs;
 use crate::measure::bench::{self, Measurement, Workload};
+use crate::measure::kernel_clock;
 use crate::measure::peers::{self, CubekStrategy};
 use crate::measure::run::plan_host_memory;
 use crate::measure::vendor_blas::HostCopies;
@@ -185,6 +186,9 @@ impl<'g> Sweep<'g> {
                 precision.input
             ));
         }
+        if let Some(note) = gpu.filter(|_| !from_host).and_then(kernel_clock::missing) {
+            notes.push(note);
+        }
         let peak = info.and_then(|info| {
             peak.and_then(peak::given)
                 .or_else(|| peak::datasheet(&info.name, precision))
@@ -311,6 +315,8 @@ impl<'g> Sweep<'g> {
         };
         let mut measurements = Vec::new();
         let mut tunings = Vec::new();
+        // Whether `new` said the kernel clock is missing.
+        let mut clock_noted = gpu.is_some_and(|g| kernel_clock::missing(g).is_some());
         for (problem, reference) in problems.iter().zip(references) {
             let operands = inputs::random_operands(problem, 0)?;
             let work = Workload::new(problem, &operands, reference)?;
@@ -409,6 +415,15 @@ impl<'g> Sweep<'g> {
                 what: "cpu",
             })?;
             rows.push(bench::cpu_gemm(&work, repeat)?);
+            // The kernel clock failing on a run (its rows then on the other clocks) is said once.
+            if let Some(note) = gpu
+                .filter(|_| !from_host && !clock_noted)
+                .and_then(kernel_clock::missing)
+            {
+                on(Event::Note(&note))?;
+                notes.push(note);
+                clock_noted = true;
+            }
             for row in &rows {
                 on(Event::Measured(row))?;
             }

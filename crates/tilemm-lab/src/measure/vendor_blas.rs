@@ -5,7 +5,7 @@
 #[allow(unused_imports)]
 use crate::inputs::Operands;
 #[cfg(any(feature = "cuda", feature = "hip"))]
-use crate::measure::bench::{measured, Measurement, Workload};
+use crate::measure::bench::{measured, Measurement, Sample, Workload};
 
 /// A and B of `problem` when it is the product the baselines cover so far: dense row-major
 /// A·B of `T` in the precision of `dtype` (whose data `T` holds: f32 for tf32), one matrix,
@@ -185,6 +185,7 @@ where
         beta: T::from_f64(0.0),
         ldc: n32,
     };
+    // Events around the call, as cuBLAS is usually timed.
     let run = |c_dev: &mut cudarc::driver::CudaSlice<T>| -> Result<f64> {
         let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx.new_event(timing).map_err(|e| error("event", &e))?;
@@ -212,13 +213,29 @@ where
         .map_err(|e| error("download", &e))?;
     let verified = reference.check(&T::wrap(c))?.pass;
     if copies == HostCopies::Resident {
+        // On the clock that times tilemm's kernels where there is one (the kernels' span, in
+        // place of the events').
+        if let Ok(clock) = crate::measure::kernel_clock::KernelClock::get() {
+            match measured(
+                name.into(),
+                problem,
+                crate::measure::kernel_clock::TIMING,
+                repeat,
+                || Ok(verified),
+                || clock.time(|| run(&mut c_dev).map(drop)),
+            ) {
+                // The clock failed (the sweep says why): events, as without it.
+                Err(crate::Error::Clock(_)) => {}
+                measurement => return measurement,
+            }
+        }
         return measured(
             name.into(),
             problem,
             "device events",
             repeat,
             || Ok(verified),
-            || run(&mut c_dev),
+            || Sample::around(|| run(&mut c_dev)),
         );
     }
     // From host memory: A and B up, the product, C down into a host array, on the host clock.
@@ -263,7 +280,7 @@ where
         "host clock",
         repeat,
         || Ok(verified),
-        &mut from_host,
+        || from_host().map(Sample::host),
     )
 }
 
@@ -506,7 +523,7 @@ pub fn rocblas_sgemm(index: usize, work: &Workload, repeat: usize) -> Result<Mea
                 "device events",
                 repeat,
                 warm_up,
-                &run,
+                || Sample::around(run),
             );
             destroy(handle);
             measurement

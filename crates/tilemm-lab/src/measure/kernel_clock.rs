@@ -1,0 +1,68 @@
+//! The device's own time for the kernels a run launches on CUDA, from CUPTI's kernel activity
+//! records: one clock for tilemm's kernels, cubek-matmul's and cuBLAS's, so that `bench`
+//! compares them like for like.
+//!
+//! CubeCL 0.10 keeps its CUDA stream private, so no event can be recorded around its launches;
+//! CUPTI writes every kernel's start and end, read off the GPU's timer, whatever stream it ran
+//! on. A run's time is the span from its first kernel's start to its last kernel's end: what a
+//! pair of events around it measures, less the events' own few microseconds.
+//!
+//! libcupti is opened at run time (the CUDA toolkit's `extras/CUPTI/lib64`, or the
+//! `nvidia-cuda-cupti-cu12` wheel that PyTorch installs); without it, or with another profiler
+//! holding CUPTI, [`KernelClock::get`] says why and `bench` times as before (the host clock
+//! for CubeCL's kernels, events for cuBLAS), saying so on every row.
+
+use tilemm::runtime::backend::{Backend, GpuSession};
+
+#[cfg(feature = "cuda")]
+pub use cupti::KernelClock;
+
+/// How rows timed by [`KernelClock`] name their clock.
+pub const TIMING: &str = "device (CUPTI)";
+
+/// Where to find libcupti, for the note a sweep prints without it.
+pub const INSTALL_HINT: &str = "put the CUDA toolkit's extras/CUPTI/lib64 on LD_LIBRARY_PATH, or \
+                                `pip install nvidia-cuda-cupti-cu12`";
+
+/// The clock for `gpu`'s kernels, where it has one (CUDA, with libcupti).
+pub fn for_session(gpu: &GpuSession) -> Option<&'static KernelClock> {
+    (gpu.backend() == Backend::Cuda)
+        .then(KernelClock::get)
+        .and_then(|clock| clock.ok())
+}
+
+/// Why `gpu`'s kernels are not timed by a [`KernelClock`], where a sweep should say so: on
+/// CUDA without libcupti.
+pub fn missing(gpu: &GpuSession) -> Option<String> {
+    if gpu.backend() != Backend::Cuda {
+        return None;
+    }
+    let why = KernelClock::get().err()?;
+    Some(format!(
+        "kernels are timed on the host clock and cuBLAS with events, not all on the device's \
+         kernel timestamps: {why}"
+    ))
+}
+
+/// No kernel clock in a build without CUDA.
+#[cfg(not(feature = "cuda"))]
+pub enum KernelClock {}
+
+#[cfg(not(feature = "cuda"))]
+impl KernelClock {
+    /// Why there is none.
+    pub fn get() -> Result<&'static KernelClock, &'static str> {
+        Err("built without the cuda feature")
+    }
+
+    /// Never called: there is no clock.
+    pub fn time(&self, _: impl FnOnce() -> crate::Result<()>) -> crate::Result<Sample> {
+        match *self {}
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+use crate::measure::bench::Sample;
+
+#[cfg(feature = "cuda")]
+mod cupti;
