@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::device::DeviceKind;
+use crate::device::{DeviceInfo, DeviceKind};
 use crate::error::{Error, Result};
 use crate::io::inputs;
 use crate::kernels::{Compiler, Config, Kernel};
@@ -491,8 +491,15 @@ fn candidates(gpu: &GpuSession, problem: &Problem, proxy: &Problem) -> Vec<Plan>
 ///
 /// On CPU adapters (lavapipe, SwiftShader) shared memory is ordinary memory behind a barrier
 /// that costs more than it saves, and a spill is a cheap stack access, so only the register
-/// tile counts there; on GPUs a configuration that spills is pruned.
-pub fn model_score(plan: &Plan, proxy: &Problem, kind: DeviceKind) -> f64 {
+/// tile counts there; on GPUs a configuration that spills is pruned, and, where the device
+/// says how many `multiprocessors` it has, a launch of fewer cubes scores by the share it keeps
+/// busy (1024³ in blocks of 128×128 is 64 cubes for an H100's 132 SMs; split-K fills them).
+pub fn model_score(
+    plan: &Plan,
+    proxy: &Problem,
+    kind: DeviceKind,
+    multiprocessors: Option<u32>,
+) -> f64 {
     let cpu_like = kind == DeviceKind::Cpu;
     if plan.config.may_spill(proxy.precision, Compiler::Nvidia) && !cpu_like {
         return 0.0;
@@ -526,7 +533,17 @@ pub fn model_score(plan: &Plan, proxy: &Problem, kind: DeviceKind) -> f64 {
     } else {
         1.0
     };
-    useful * register * shared * units
+    let busy = match multiprocessors {
+        Some(sms) if sms > 0 && !cpu_like => {
+            // Split-K launches its slices side by side.
+            let grid = plan.config.shape(proxy).grid;
+            let cubes = grid.iter().map(|&g| u64::from(g)).product::<u64>()
+                * u64::from(plan.config.k_splits());
+            (cubes as f64 / f64::from(sms)).min(1.0)
+        }
+        _ => 1.0,
+    };
+    useful * register * shared * units * busy
 }
 
 /// How much more a GPU's matrix units multiply than its FMA units, as the model ranks them:
@@ -542,10 +559,11 @@ pub const MODEL_SPAN: f64 = 16.0;
 
 /// The candidates the model keeps for `proxy` on a device of `kind`, best-ranked first, and
 /// how many it pruned; never none when there are candidates.
-fn ranked(all: &[Plan], proxy: &Problem, kind: DeviceKind) -> (Vec<Plan>, usize) {
+fn ranked(all: &[Plan], proxy: &Problem, device: &DeviceInfo) -> (Vec<Plan>, usize) {
+    let (kind, sms) = (device.kind, device.limits.multiprocessors);
     let mut scored: Vec<(f64, Plan)> = all
         .iter()
-        .map(|plan| (model_score(plan, proxy, kind), *plan))
+        .map(|plan| (model_score(plan, proxy, kind, sms), *plan))
         .collect();
     scored.sort_by(|x, y| y.0.total_cmp(&x.0));
     let floor = scored.first().map_or(0.0, |s| s.0 / MODEL_SPAN);
@@ -596,7 +614,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
             gpu.info().name
         )));
     }
-    let (ranked, pruned) = ranked(&all, &proxy, gpu.info().kind);
+    let (ranked, pruned) = ranked(&all, &proxy, gpu.info());
     // How many of the kept candidates a list of configurations names.
     let timed_of = |tried: &[String]| {
         ranked
@@ -920,7 +938,8 @@ mod tests {
     #[test]
     fn the_model_ranks_reuse_prunes_padding_and_spills_on_gpus() {
         let p = Problem::new(1024, 1024, 1024).unwrap();
-        let score = |text: &str, kind| model_score(&Plan::new(text.parse().unwrap()), &p, kind);
+        let score =
+            |text: &str, kind| model_score(&Plan::new(text.parse().unwrap()), &p, kind, None);
         let gpu = DeviceKind::DiscreteGpu;
         assert!(score("naive", gpu) < score("tiled", gpu));
         assert!(score("tiled", gpu) < score("blocktile1d", gpu));
@@ -931,18 +950,18 @@ mod tests {
         assert!(score(big, DeviceKind::Cpu) > score("blocktile2d", DeviceKind::Cpu));
         // The vectorized 8×8 tile fits in f32 but may spill in f64: pruned on GPUs in f64 only.
         let vectorized = Plan::new("vectorized".parse().unwrap());
-        assert!(model_score(&vectorized, &p, gpu) > 0.0);
+        assert!(model_score(&vectorized, &p, gpu, None) > 0.0);
         let f64 = crate::problem::Shape {
             precision: crate::problem::Precision::of(crate::problem::DType::F64),
             ..crate::problem::Shape::new(1024, 1024, 1024)
         }
         .problem()
         .unwrap();
-        assert_eq!(model_score(&vectorized, &f64, gpu), 0.0);
+        assert_eq!(model_score(&vectorized, &f64, gpu, None), 0.0);
         // A 128×128 tile over a 16×1024 product computes mostly padding.
         let thin = Problem::new(16, 1024, 1024).unwrap();
         let plan = Plan::new("blocktile2d:bm=128:bn=128:bk=8:tm=8:tn=8".parse().unwrap());
-        assert_eq!(model_score(&plan, &thin, gpu), 0.0);
+        assert_eq!(model_score(&plan, &thin, gpu, None), 0.0);
         // Matrix-unit rungs rank first on GPUs (f16 here), and the SIMT rungs stay timed.
         let f16 = crate::problem::Shape {
             precision: crate::problem::Precision::of(crate::problem::DType::F16),
@@ -950,7 +969,8 @@ mod tests {
         }
         .problem()
         .unwrap();
-        let on = |text: &str, kind| model_score(&Plan::new(text.parse().unwrap()), &f16, kind);
+        let on =
+            |text: &str, kind| model_score(&Plan::new(text.parse().unwrap()), &f16, kind, None);
         for matrix in ["mma", "tensorcore"] {
             assert!(on(matrix, gpu) > on("warptile", gpu), "{matrix}");
             assert!(
@@ -958,6 +978,46 @@ mod tests {
                 "{matrix}"
             );
         }
+    }
+
+    #[test]
+    fn the_model_prefers_launches_that_fill_the_multiprocessors() {
+        let cube = |n| {
+            crate::problem::Shape {
+                precision: crate::problem::Precision::of(crate::problem::DType::BF16),
+                ..crate::problem::Shape::new(n, n, n)
+            }
+            .problem()
+            .unwrap()
+        };
+        let gpu = DeviceKind::DiscreteGpu;
+        let mma = |split| format!("mma:bm=128:bn=128:bk=32:wm=2:wn=2:stages=3:split={split}");
+        let wide = "mma:bm=128:bn=256:bk=32:wm=2:wn=4:stages=3:split=1";
+        let score =
+            |text: &str, n, sms| model_score(&Plan::new(text.parse().unwrap()), &cube(n), gpu, sms);
+        // An H100's 132 SMs: at 1024³, 64 blocks of 128×128 (32 of 128×256) leave half of them
+        // idle; 2 slices of K fill them.
+        let h100 = Some(132);
+        assert!(score(&mma(2), 1024, h100) > score(&mma(1), 1024, h100));
+        assert!(score(&mma(2), 1024, h100) > score(wide, 1024, h100));
+        assert!(
+            (score(&mma(1), 1024, h100) / score(&mma(2), 1024, h100) - 64.0 / 128.0).abs() < 1e-9
+        );
+        // At 4096³ every candidate fills them: the model is as without the count.
+        for text in [mma(1), mma(2), wide.to_string()] {
+            assert_eq!(score(&text, 4096, h100), score(&text, 4096, None), "{text}");
+        }
+        // Without the count (wgpu), or on a CPU adapter, nothing changes.
+        assert_eq!(score(&mma(1), 1024, None), score(&mma(2), 1024, None));
+        let cpu = |sms| {
+            model_score(
+                &Plan::new(mma(1).parse().unwrap()),
+                &cube(1024),
+                DeviceKind::Cpu,
+                sms,
+            )
+        };
+        assert_eq!(cpu(h100), cpu(None));
     }
 
     fn entry(config: &str) -> Entry {

@@ -54,6 +54,9 @@ pub struct DeviceLimits {
     pub max_buffer_bytes: u64,
     /// The device's memory, in bytes, where the runtime tells (CUDA, HIP; wgpu does not).
     pub memory_bytes: Option<u64>,
+    /// Streaming multiprocessors (compute units), where the runtime tells (CUDA, HIP): how
+    /// many cubes a launch needs to keep every one busy.
+    pub multiprocessors: Option<u32>,
 }
 
 /// The element types a device computes with, beyond f32 (which every device has).
@@ -156,6 +159,7 @@ pub fn test_device(index: usize, kind: DeviceKind) -> DeviceInfo {
             max_binding_bytes: 0,
             max_buffer_bytes: 0,
             memory_bytes: None,
+            multiprocessors: None,
         },
         types: TypeSupport::default(),
         plane_size: 0,
@@ -178,6 +182,7 @@ pub(crate) fn test_lavapipe() -> DeviceInfo {
         max_binding_bytes: 128 << 20,
         max_buffer_bytes: (1 << 31) - 1,
         memory_bytes: None,
+        multiprocessors: None,
     };
     device.types.f16 = true;
     device

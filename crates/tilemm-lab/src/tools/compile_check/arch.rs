@@ -213,6 +213,7 @@ impl Arch {
                 max_binding_bytes: u64::MAX,
                 max_buffer_bytes: u64::MAX,
                 memory_bytes: None,
+                multiprocessors: None,
             },
             types: TypeSupport {
                 f16: true,

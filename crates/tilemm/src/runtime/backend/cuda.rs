@@ -71,6 +71,7 @@ fn describe(index: usize) -> Result<DeviceInfo> {
             max_binding_bytes: total,
             max_buffer_bytes: total,
             memory_bytes: Some(total),
+            multiprocessors: Some(at(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
         },
         types: Default::default(),
         plane_size: 0,

@@ -83,6 +83,7 @@ pub fn open(index: Option<usize>) -> Result<Session<HipRuntime>> {
             max_binding_bytes: props.memory.max_page_size,
             max_buffer_bytes: props.memory.max_page_size,
             memory_bytes: total_memory(index),
+            multiprocessors: hw.num_streaming_multiprocessors,
         },
         types: Default::default(),
         plane_size: 0,

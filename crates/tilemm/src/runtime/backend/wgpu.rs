@@ -170,6 +170,7 @@ fn describe_with_limits(
             max_binding_bytes: limits.max_storage_buffer_binding_size,
             max_buffer_bytes: limits.max_buffer_size,
             memory_bytes: None,
+            multiprocessors: None,
         },
         types: Default::default(),
         // Where the adapter has subgroup operations; `Session::new` keeps it if fixed.
