@@ -86,16 +86,16 @@ pub fn matrix_loop_criteria(config: &Config) -> Option<MatrixLoopCriteria> {
         // What an Ampere-class kernel aiming at 40–60% of cuBLAS shows (shared/notes: 37%
         // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight), on CUTLASS's sm80
         // schedule: fragments carried across steps and tiles, the barrier a step before the
-        // tile's end, copies between the MMAs. The rung's runs are 11–16 instructions in its
-        // default and large-tile configurations, 18–19 on sm_90 in the split-K and BK = 64 ones
-        // (ptxas recomputing fragment addresses at a group's start, at 252–254 registers);
-        // about 80 with the fragments loaded after the barrier, as before. Issue #38 asks 16.
+        // tile's end, copies between the MMAs. The rung's runs are 11–13 instructions, 16 in
+        // 128×128 with BK = 64 on sm_90; 18–23 there and in split-K while a lane held a
+        // fragment address per step and pair (ptxas recomputed them at 252–254 registers);
+        // about 80 with the fragments loaded after the barrier, as before.
         Config::Mma(_) => Some(MatrixLoopCriteria {
             min_matrix_percent: 30.0,
             min_matrix_per_fragment_load: 4.0,
             max_barriers_per_tile: 1.0,
             min_stages_in_flight: 2,
-            max_idle_run: 20,
+            max_idle_run: 16,
             fragment_load_at_barrier: false,
         }),
         _ => None,

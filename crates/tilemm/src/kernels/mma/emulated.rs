@@ -31,8 +31,6 @@ pub(super) fn emulated_ldmatrix<F: Float>(
     #[comptime] kk: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
-    #[comptime] outer: u32,
-    #[comptime] steps: u32,
     #[comptime] transpose: bool,
 ) {
     let (g, t) = (lane / 4, lane % 4);
@@ -44,8 +42,8 @@ pub(super) fn emulated_ldmatrix<F: Float>(
         } else {
             (r * 8 + g, 2 * t + e)
         };
-        let bases = fragment_bases(source, origin, staged, is_a, outer, steps);
-        let row = stage_base + fragment_offset(&bases, o, kk, staged, is_a);
+        let bases = fragment_bases(source, origin, staged, is_a);
+        let row = fragment_offset(&bases, stage_base, o, kk, staged, is_a);
         let at = if comptime!(is_a) {
             base + o * 256 + (g + 8 * (r % 2)) * 16 + 2 * t + 8 * (r / 2) + e
         } else {

@@ -15,9 +15,10 @@
 //!   first. The copies of the tile fetched are spread over the steps, between the MMAs; the one
 //!   cube barrier per K tile (after the wait for the next tile) comes a step before the tile's
 //!   end, so that the last step's MMAs follow it at once. Stage offsets are run-time values, so
-//!   that addresses take a few registers and the second set of fragments fits. The compile
-//!   check holds the interior loop to at most 20 instructions without an HMMA on sm_80 and
-//!   sm_90, with no `ldmatrix` beside the barrier.
+//!   that addresses take a few registers and the second set of fragments fits; a lane keeps one
+//!   fragment address per operand and moves it by XOR. The compile check holds the interior
+//!   loop to at most 16 instructions without an HMMA on sm_80 and sm_90, with no `ldmatrix`
+//!   beside the barrier.
 //! - **Conflict-free shared memory.** Each operand's tile lies as it lies in global memory (A
 //!   row-major: rows of K; column-major: rows of M), in 16-byte chunks whose position within a
 //!   row is XORed with the row
@@ -27,7 +28,9 @@
 //!   transposed on its way to shared memory.
 //! - **Epilogue from the fragments.** Each lane holds pairs of adjacent columns of C: α and β
 //!   are applied in registers and the pairs stored as 2-vectors, with no tile of C in shared
-//!   memory.
+//!   memory; inside C, without bounds checks and with β tested once (5 instructions per store
+//!   on sm_90 with β = 0, 24 on the edge path).
+//! - **Rasterized grid.** Blocks walk C in groups of 8 rows of blocks, for L2 reuse.
 //!
 //! The contract is whole: operands whose rows are not 16-byte aligned, or strided ones, are
 //! copied element by element into the same layout (synchronously), C that is not row-major
@@ -166,28 +169,78 @@ impl MmaConfig {
             && self.bk.is_multiple_of(2 * ik)
             && self.stages >= 2
             && tiles_fit
+            && self.xor_moves_hold()
+    }
+
+    /// Whether every lane's fragment addresses are its first one's with the chunk XORed
+    /// (`fragment_offset`), as
+    /// [`Swizzle::position`](crate::kernels::common::async_copy::Swizzle::position) places them: in both layouts of each
+    /// operand, for every warp, lane, fragment and step. It holds where a warp's fragments
+    /// cover an aligned power of two of chunks within a row (warp tiles of 64 hold 8 of 16 or
+    /// more, steps 2·BK/16 of BK/8).
+    pub fn xor_moves_hold(&self) -> bool {
+        let (im, in_, ik) = INSTRUCTION;
+        let steps = self.bk / ik;
+        [false, true].iter().all(|&by_cols| {
+            let layouts = Layouts {
+                a_by_cols: by_cols,
+                b_by_cols: by_cols,
+            };
+            let (ta, tb) = self.tiles(2, layouts);
+            let a = (ta, true, self.warp_m(), self.warp_m() / im, self.wm);
+            let b = (tb, false, self.warp_n(), self.warp_n() / in_ / 2, self.wn);
+            [a, b].iter().all(|&(t, is_a, warp_span, outer, warps)| {
+                let row_elems = t.swizzle.stride * t.per_chunk;
+                let rows_are_outer = is_a != t.by_cols;
+                let place = |row: u32, along: u32| t.swizzle.position(row, along / t.per_chunk);
+                (0..warps).all(|w| {
+                    let origin = w * warp_span;
+                    (0..WARP).all(|lane| {
+                        let (quad, sub) = (lane / 8, lane % 8);
+                        let (outer_quad, k_quad) = if is_a {
+                            ((quad % 2) * 8, (quad / 2) * 8)
+                        } else {
+                            ((quad / 2) * 8, (quad % 2) * 8)
+                        };
+                        let at = |o: u32, kk: u32| {
+                            if rows_are_outer {
+                                place(origin + o * 16 + outer_quad + sub, kk * 16 + k_quad)
+                            } else {
+                                place(kk * 16 + k_quad + sub, origin + o * 16 + outer_quad)
+                            }
+                        };
+                        let base = at(0, 0) * t.per_chunk;
+                        (0..outer).all(|o| {
+                            (0..steps).all(|kk| {
+                                let moved = if rows_are_outer {
+                                    (base + o * 16 * row_elems) ^ (2 * kk * t.per_chunk)
+                                } else {
+                                    (base + kk * 16 * row_elems) ^ (2 * o * t.per_chunk)
+                                };
+                                moved == at(o, kk) * t.per_chunk
+                            })
+                        })
+                    })
+                })
+            })
+        })
     }
 }
 
 
-/// A lane's `ldmatrix.x4` addresses into one operand's stage (in elements from the stage's
-/// start), for a warp tile from `origin` (its first row of A, or column of B).
+/// A lane's `ldmatrix.x4` address into one operand's stage (in elements from the stage's
+/// start) for its warp tile's first fragment at the first step of K, the warp tile starting at
+/// `origin` (its first row of A, or column of B); [`fragment_offset`] derives the others.
 ///
 /// Lane `l` gives the address of row `l % 8` of 8×8 matrix `l / 8`; of a 16×16 fragment of A
 /// the matrices are rows (quad % 2)·8.. and K (quad / 2)·8.., of a pair of 16×8 fragments of
-/// B, K (quad % 2)·8.. and columns (quad / 2)·8... Where the stored rows are the fragments'
-/// outer axis (A row-major, B column-major), the address varies with the step of K only
-/// through the chunk: one address per step (`steps`), and outer fragment `o` adds
-/// `o·16` rows; otherwise one address per outer fragment (`outer`), and step `kk` adds `kk·16`
-/// rows. (The swizzle repeats every 8 rows.) [`fragment_offset`] adds the constant.
+/// B, K (quad % 2)·8.. and columns (quad / 2)·8...
 #[cube]
 fn fragment_bases(
     lane: u32,
     origin: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
-    #[comptime] outer: u32,
-    #[comptime] steps: u32,
 ) -> Array<u32> {
     let (quad, sub) = (lane / 8, lane % 8);
     let per_chunk = comptime!(staged.per_chunk);
@@ -196,36 +249,39 @@ fn fragment_bases(
     } else {
         ((quad / 2) * 8, (quad % 2) * 8)
     };
-    let rows_are_outer = comptime!(is_a != staged.by_cols);
-    let count = comptime!(if rows_are_outer { steps } else { outer });
-    let mut bases = Array::<u32>::new(comptime!(count as usize));
-    #[unroll]
-    for v in 0..count {
-        let (row, along) = if comptime!(rows_are_outer) {
-            (origin + outer_quad + sub, v * 16 + k_quad)
-        } else {
-            (k_quad + sub, origin + v * 16 + outer_quad)
-        };
-        bases[v as usize] = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
-    }
+    let (row, along) = if comptime!(is_a != staged.by_cols) {
+        (origin + outer_quad + sub, k_quad)
+    } else {
+        (k_quad + sub, origin + outer_quad)
+    };
+    let mut bases = Array::<u32>::new(1usize);
+    bases[0] = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
     bases
 }
 
-/// The stage offset of outer fragment `o` at step `kk`: the lane's base from
-/// [`fragment_bases`] plus a constant.
+/// The lane's address for outer fragment `o` at step `kk` in the stage at `stage_base`,
+/// from its [`fragment_bases`]. Where the stored rows are the fragments' outer axis (A
+/// row-major, B column-major), the step moves the address along its row by 2·`kk` chunks and
+/// the fragment down by 16·`o` rows; otherwise the fragment moves it along by 2·`o` chunks
+/// and the step down by 16·`kk` rows. Moving along is an XOR of the chunk (CUTLASS's
+/// crosswise iterators): the chunks a lane's fragments cover are an aligned power of two whose
+/// bits the swizzle only permutes ([`MmaConfig::xor_moves_hold`]), so one register holds the
+/// lane's base rather than one per step or fragment.
 #[cube]
 fn fragment_offset(
     bases: &Array<u32>,
+    stage_base: u32,
     #[comptime] o: u32,
     #[comptime] kk: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
 ) -> u32 {
     let row_elems = comptime!(staged.swizzle.stride * staged.per_chunk);
+    let per_chunk = comptime!(staged.per_chunk);
     if comptime!(is_a != staged.by_cols) {
-        bases[kk as usize] + comptime!(o * 16 * row_elems)
+        (bases[0] + stage_base + comptime!(o * 16 * row_elems)) ^ comptime!(2 * kk * per_chunk)
     } else {
-        bases[o as usize] + comptime!(kk * 16 * row_elems)
+        (bases[0] + stage_base + comptime!(kk * 16 * row_elems)) ^ comptime!(2 * o * per_chunk)
     }
 }
 
@@ -312,7 +368,6 @@ fn load_step<F: Float, A: Float>(
 ) {
     let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
     let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
-    let steps = comptime!(config.bk / INSTRUCTION.2);
     let base_a = stage * comptime!(tile_a.elements());
     let base_b = stage * comptime!(tile_b.elements());
     let per_chunk = comptime!(tile_a.per_chunk);
@@ -322,20 +377,20 @@ fn load_step<F: Float, A: Float>(
         for i in 0..mi {
             emulated_ldmatrix::<F>(
                 shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, base_a, i, kk, tile_a,
-                true, mi, steps, comptime!(tile_a.by_cols),
+                true, comptime!(tile_a.by_cols),
             );
         }
         #[unroll]
         for p in 0..comptime!(ni / 2) {
             emulated_ldmatrix::<F>(
                 shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, base_b, p, kk, tile_b,
-                false, comptime!(ni / 2), steps, comptime!(!tile_b.by_cols),
+                false, comptime!(!tile_b.by_cols),
             );
         }
     } else {
         #[unroll]
         for i in 0..mi {
-            let offset = fragment_offset(bases_a, i, kk, tile_a, true) + base_a;
+            let offset = fragment_offset(bases_a, base_a, i, kk, tile_a, true);
             let x4 = load_x4::<F, A>(
                 def, shared_a, offset, per_chunk, MatrixIdent::A, comptime!(tile_a.by_cols),
             );
@@ -347,7 +402,7 @@ fn load_step<F: Float, A: Float>(
         }
         #[unroll]
         for p in 0..comptime!(ni / 2) {
-            let offset = fragment_offset(bases_b, p, kk, tile_b, false) + base_b;
+            let offset = fragment_offset(bases_b, base_b, p, kk, tile_b, false);
             let x4 = load_x4::<F, A>(
                 def, shared_b, offset, per_chunk, MatrixIdent::B, comptime!(!tile_b.by_cols),
             );
@@ -504,9 +559,8 @@ fn k_loop<F: Float, A: Float>(
     let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
     let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
     let lane = UNIT_POS_X;
-    let steps = comptime!(bk / fk);
-    let bases_a = fragment_bases(lane, warp_row, tile_a, true, mi, steps);
-    let bases_b = fragment_bases(lane, warp_col, tile_b, false, comptime!(ni / 2), steps);
+    let bases_a = fragment_bases(lane, warp_row, tile_a, true);
+    let bases_b = fragment_bases(lane, warp_col, tile_b, false);
     let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
     let mut frags = Fragments::<F>::new(mi, comptime!(ni / 2), emulate);
@@ -752,8 +806,9 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
         }
     }
 
-    let row0 = CUBE_POS_Y * bm;
-    let col0 = CUBE_POS_X * bn;
+    let (tile_row, tile_col) = rasterized();
+    let row0 = tile_row * bm;
+    let col0 = tile_col * bn;
     // Split-K: the grid's z runs over slices × batch entries; slice s sums K tiles
     // [s·chunk, (s + 1)·chunk) of the launch's K into the partial at z of C (the partials).
     let (batch, c_batch, dims) = if comptime!(config.split > 1) {
@@ -837,27 +892,138 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     // 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment.
     let g = lane / 4;
     let q = lane % 4;
+    let inside = row0 + bm <= dims.m && col0 + bn <= dims.n;
+    // (A comptime condition of its own: `comptime && runtime` would compile the pairs' path
+    // for C stored element by element too.)
+    if comptime!(width_c == 2) {
+        if inside {
+            // A block inside C stored in pairs: each store is its offset from the lane's first,
+            // with no bounds, and β is tested once.
+            let first = (vc.offset
+                + c_batch * vc.batch_stride
+                + (row0 + warp_row + g) * vc.row_stride
+                + col0
+                + warp_col
+                + 2 * q)
+                / 2;
+            let pair_row = vc.row_stride / 2;
+            if beta == A::new(0.0) {
+                store_inside::<A, O, NC>(c, &acc, first, pair_row, alpha, beta, mi, ni, false);
+            } else {
+                store_inside::<A, O, NC>(c, &acc, first, pair_row, alpha, beta, mi, ni, true);
+            }
+        } else {
+            store_edge::<A, O, NC>(
+                c, &vc, &dims, &acc, c_batch, row0 + warp_row + g, col0 + warp_col + 2 * q,
+                alpha, beta, mi, ni, width_c,
+            );
+        }
+    } else {
+        store_edge::<A, O, NC>(
+            c, &vc, &dims, &acc, c_batch, row0 + warp_row + g, col0 + warp_col + 2 * q, alpha,
+            beta, mi, ni, width_c,
+        );
+    }
+}
+
+/// Writes α·acc + β·C for a block over C's edges, or with C stored element by element: each
+/// pair checked against C's bounds ([`store_pair`]). The lane's first pair is at (`row`, `col`).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_edge<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    vc: &View,
+    dims: &Dims,
+    acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    batch: u32,
+    row: u32,
+    col: u32,
+    alpha: A,
+    beta: A,
+    #[comptime] mi: u32,
+    #[comptime] ni: u32,
+    #[comptime] width_c: u32,
+) {
+    let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
     #[unroll]
     for i in 0..mi {
         #[unroll]
         for j in 0..ni {
             let frag = acc.index(comptime!((i * ni + j) as usize));
-            let col = col0 + warp_col + j * fn_ + 2 * q;
             #[unroll]
             for h in 0..2u32 {
-                let row = row0 + warp_row + i * fm + g + h * 8;
                 store_pair::<A, O, NC>(
                     c,
-                    &vc,
-                    &dims,
-                    c_batch,
-                    row,
-                    col,
+                    vc,
+                    dims,
+                    batch,
+                    row + i * fm + h * 8,
+                    col + j * fn_,
                     frag[h as usize],
                     alpha,
                     beta,
                     width_c,
                 );
+            }
+        }
+    }
+}
+
+/// Rows of blocks a group of the rasterized grid spans.
+const RASTER_ROWS: u32 = 8;
+
+/// This cube's block of C, (row, column) in blocks, with the grid walked in groups of
+/// [`RASTER_ROWS`] rows of blocks, column by column within a group (Triton's `GROUP_M`,
+/// CUTLASS's threadblock swizzle): cubes that run at once share a few panels of A and of B in
+/// L2, where row by row they would read every panel of B for a few of A.
+#[cube]
+#[allow(clippy::manual_is_multiple_of)]
+fn rasterized() -> (u32, u32) {
+    let across = CUBE_COUNT_X;
+    let linear = CUBE_POS_Y * across + CUBE_POS_X;
+    let per_group = comptime!(RASTER_ROWS) * across;
+    let first_row = (linear / per_group) * comptime!(RASTER_ROWS);
+    let rows = (CUBE_COUNT_Y - first_row).min(comptime!(RASTER_ROWS));
+    let in_group = linear % per_group;
+    (first_row + in_group % rows, in_group / rows)
+}
+
+/// Writes α·acc + β·C for a block inside C stored in pairs (`NC` = 2): fragment (i, j)'s rows
+/// h lie `(16·i + 8·h)·pair_row + 4·j` pairs past the lane's `first`. With `read_c` false
+/// (β = 0), C is not read.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_inside<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    first: u32,
+    pair_row: u32,
+    alpha: A,
+    beta: A,
+    #[comptime] mi: u32,
+    #[comptime] ni: u32,
+    #[comptime] read_c: bool,
+) {
+    let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
+    #[unroll]
+    for i in 0..mi {
+        #[unroll]
+        for j in 0..ni {
+            let frag = acc.index(comptime!((i * ni + j) as usize));
+            #[unroll]
+            for h in 0..2u32 {
+                let index = (first + (i * fm + h * 8) * pair_row + j * (fn_ / 2)) as usize;
+                let pair = frag[h as usize];
+                let mut out = Vector::<O, NC>::empty();
+                #[unroll]
+                for e in 0..2usize {
+                    let mut value = alpha * pair[e];
+                    if comptime!(read_c) {
+                        value += beta * A::cast_from(c[index][e]);
+                    }
+                    out[e] = O::cast_from(value);
+                }
+                c[index] = out;
             }
         }
     }
@@ -1000,7 +1166,7 @@ impl Rung for Mma {
     }
 
     fn quick_to_compile(c: &MmaConfig, _precision: Precision) -> bool {
-        // BK = 64 unrolls twice the MMAs: 7–9 s of NVRTC for sm_90 here, tuned in the
+        // BK = 64 unrolls twice the MMAs: 6–7 s of NVRTC for sm_90 here, tuned in the
         // background rather than a first call's kernel.
         c.bk <= 32
     }
@@ -1188,5 +1354,31 @@ mod tests {
         let splits: Vec<u32> = configs.iter().map(|c| c.split).filter(|&s| s > 1).collect();
         assert_eq!(splits, [2, 4]);
         assert!(configs.iter().all(|c| c.valid()));
+    }
+
+    #[test]
+    fn fragment_addresses_move_by_xor_only_where_the_warp_tile_is_aligned() {
+        let config = |bm, bn, wm, wn| MmaConfig {
+            bm,
+            bn,
+            bk: 32,
+            wm,
+            wn,
+            stages: 3,
+            split: 1,
+            emulate: false,
+        };
+        // The registered tiles, and the emulation's small ones (warp tiles of 32).
+        for c in Mma::configs()
+            .into_iter()
+            .chain([config(32, 64, 1, 2), config(64, 32, 2, 1), config(64, 64, 1, 1)])
+        {
+            assert!(c.xor_moves_hold(), "{c:?}");
+        }
+        // Warp tiles of 48 columns start at chunk 6 of B's rows: the fragments' chunks are not
+        // an aligned power of two, and a carry crosses the XORed bits.
+        let unaligned = config(64, 96, 1, 2);
+        assert!(!unaligned.xor_moves_hold());
+        assert!(!unaligned.valid());
     }
 }
