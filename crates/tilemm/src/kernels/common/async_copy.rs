@@ -216,29 +216,64 @@ pub(crate) fn stage_operand<F: Float>(
         let offset = stage_base
             + swizzled(row, chunk, staged.swizzle) * per_chunk
             + (rest % pieces_per_chunk) * width;
-        if comptime!(width > 1) && inside {
-            let index = at(view, batch, i, j);
-            transfer::<F>(
-                src, index, width, tile, offset, width, false, emulate, rolled,
-            );
-        } else {
-            let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
-                (j < cols_end, i, rows_end)
+        // (A comptime condition of its own: `comptime && runtime` would compile the unbounded
+        // copy for single elements too, which never take it.)
+        if comptime!(width > 1) {
+            if inside {
+                let index = at(view, batch, i, j);
+                transfer::<F>(
+                    src, index, width, tile, offset, width, false, emulate, rolled,
+                );
             } else {
-                (i < rows_end, j, cols_end)
-            };
-            let mut valid = 0u32;
-            // Out of range, no element is read (and the index is a harmless 0).
-            let mut index = 0usize;
-            if fixed_ok && along_pos < along_end {
-                valid = (along_end - along_pos).min(width);
-                index = at(view, batch, i, j);
+                copy_bounded::<F>(
+                    src, view, tile, offset, batch, i, j, rows_end, cols_end, staged, width,
+                    emulate, rolled,
+                );
             }
-            transfer::<F>(
-                src, index, valid, tile, offset, width, true, emulate, rolled,
+        } else {
+            copy_bounded::<F>(
+                src, view, tile, offset, batch, i, j, rows_end, cols_end, staged, width, emulate,
+                rolled,
             );
         }
     }
+}
+
+/// One piece's copy to `offset` of the stage from (`i`, `j`) of the operand, with as many of
+/// its `width` elements as lie before `rows_end` and `cols_end` (none past them: then nothing
+/// is read, and the piece is zero-filled).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn copy_bounded<F: Float>(
+    src: &Array<F>,
+    view: &View,
+    tile: &mut SharedMemory<F>,
+    offset: u32,
+    batch: u32,
+    i: u32,
+    j: u32,
+    rows_end: u32,
+    cols_end: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] width: u32,
+    #[comptime] emulate: bool,
+    #[comptime] rolled: bool,
+) {
+    let (fixed_ok, along_pos, along_end) = if comptime!(staged.by_cols) {
+        (j < cols_end, i, rows_end)
+    } else {
+        (i < rows_end, j, cols_end)
+    };
+    let mut valid = 0u32;
+    // Out of range, no element is read (and the index is a harmless 0).
+    let mut index = 0usize;
+    if fixed_ok && along_pos < along_end {
+        valid = (along_end - along_pos).min(width);
+        index = at(view, batch, i, j);
+    }
+    transfer::<F>(
+        src, index, valid, tile, offset, width, true, emulate, rolled,
+    );
 }
 
 /// A unit's share of one operand's copies on the fast path (whole tiles, 16-byte copies): the

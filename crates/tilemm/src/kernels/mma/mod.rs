@@ -860,12 +860,22 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     let whole = row0 + bm <= dims.m
         && col0 + bn <= dims.n
         && (dims.k_end - dims.k_begin) % bk == 0;
-    if comptime!(width_a > 1 && width_b > 1) && whole {
-        k_loop::<F, A>(
-            a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
-            &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts, width_a,
-            width_b, true,
-        );
+    // (A comptime condition of its own: `comptime && runtime` would compile the fast path for
+    // unaligned operands too, doubling their JIT time for a path they never take.)
+    if comptime!(width_a > 1 && width_b > 1) {
+        if whole {
+            k_loop::<F, A>(
+                a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
+                &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts,
+                width_a, width_b, true,
+            );
+        } else {
+            k_loop::<F, A>(
+                a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
+                &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts,
+                width_a, width_b, false,
+            );
+        }
     } else {
         k_loop::<F, A>(
             a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
@@ -893,79 +903,31 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     let g = lane / 4;
     let q = lane % 4;
     let inside = row0 + bm <= dims.m && col0 + bn <= dims.n;
-    // (A comptime condition of its own: `comptime && runtime` would compile the pairs' path
+    let (row, col) = (row0 + warp_row + g, col0 + warp_col + 2 * q);
+    // (Comptime conditions of their own: `comptime && runtime` would compile the pairs' path
     // for C stored element by element too.)
     if comptime!(width_c == 2) {
         if inside {
-            // A block inside C stored in pairs: each store is its offset from the lane's first,
-            // with no bounds, and β is tested once.
-            let first = (vc.offset
-                + c_batch * vc.batch_stride
-                + (row0 + warp_row + g) * vc.row_stride
-                + col0
-                + warp_col
-                + 2 * q)
-                / 2;
-            let pair_row = vc.row_stride / 2;
             if beta == A::new(0.0) {
-                store_inside::<A, O, NC>(c, &acc, first, pair_row, alpha, beta, mi, ni, false);
+                store_tile::<A, O, NC>(
+                    c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                    false,
+                );
             } else {
-                store_inside::<A, O, NC>(c, &acc, first, pair_row, alpha, beta, mi, ni, true);
+                store_tile::<A, O, NC>(
+                    c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                    true,
+                );
             }
         } else {
-            store_edge::<A, O, NC>(
-                c, &vc, &dims, &acc, c_batch, row0 + warp_row + g, col0 + warp_col + 2 * q,
-                alpha, beta, mi, ni, width_c,
+            store_tile::<A, O, NC>(
+                c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
             );
         }
     } else {
-        store_edge::<A, O, NC>(
-            c, &vc, &dims, &acc, c_batch, row0 + warp_row + g, col0 + warp_col + 2 * q, alpha,
-            beta, mi, ni, width_c,
+        store_tile::<A, O, NC>(
+            c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
         );
-    }
-}
-
-/// Writes α·acc + β·C for a block over C's edges, or with C stored element by element: each
-/// pair checked against C's bounds ([`store_pair`]). The lane's first pair is at (`row`, `col`).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn store_edge<A: Float, O: Float, NC: Size>(
-    c: &mut Array<Vector<O, NC>>,
-    vc: &View,
-    dims: &Dims,
-    acc: &Sequence<Array<Vector<A, Const<2>>>>,
-    batch: u32,
-    row: u32,
-    col: u32,
-    alpha: A,
-    beta: A,
-    #[comptime] mi: u32,
-    #[comptime] ni: u32,
-    #[comptime] width_c: u32,
-) {
-    let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
-    #[unroll]
-    for i in 0..mi {
-        #[unroll]
-        for j in 0..ni {
-            let frag = acc.index(comptime!((i * ni + j) as usize));
-            #[unroll]
-            for h in 0..2u32 {
-                store_pair::<A, O, NC>(
-                    c,
-                    vc,
-                    dims,
-                    batch,
-                    row + i * fm + h * 8,
-                    col + j * fn_,
-                    frag[h as usize],
-                    alpha,
-                    beta,
-                    width_c,
-                );
-            }
-        }
     }
 }
 
@@ -988,23 +950,35 @@ fn rasterized() -> (u32, u32) {
     (first_row + in_group % rows, in_group / rows)
 }
 
-/// Writes α·acc + β·C for a block inside C stored in pairs (`NC` = 2): fragment (i, j)'s rows
-/// h lie `(16·i + 8·h)·pair_row + 4·j` pairs past the lane's `first`. With `read_c` false
-/// (β = 0), C is not read.
+/// Writes α·acc + β·C for the warp tile whose lane holds, first, columns `col`, `col` + 1 of
+/// row `row`; fragment (i, j)'s rows h lie 16·i + 8·h rows and 8·j columns further.
+///
+/// `inside`: the block lies inside C, stored in pairs (`NC` = 2), so each store is its offset
+/// from the lane's first pair with no bounds check, and C is read only with `read_c` (β ≠ 0,
+/// tested once by the caller). Otherwise each pair is checked against C's bounds and tests β
+/// itself ([`store_pair`]).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn store_inside<A: Float, O: Float, NC: Size>(
+fn store_tile<A: Float, O: Float, NC: Size>(
     c: &mut Array<Vector<O, NC>>,
+    vc: &View,
+    dims: &Dims,
     acc: &Sequence<Array<Vector<A, Const<2>>>>,
-    first: u32,
-    pair_row: u32,
+    batch: u32,
+    row: u32,
+    col: u32,
     alpha: A,
     beta: A,
     #[comptime] mi: u32,
     #[comptime] ni: u32,
+    #[comptime] width_c: u32,
+    #[comptime] inside: bool,
     #[comptime] read_c: bool,
 ) {
     let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
+    // In pairs, C is row-major with even strides: a pair's index is half its first element's.
+    let first = (vc.offset + batch * vc.batch_stride + row * vc.row_stride + col) / 2;
+    let pair_row = vc.row_stride / 2;
     #[unroll]
     for i in 0..mi {
         #[unroll]
@@ -1012,18 +986,33 @@ fn store_inside<A: Float, O: Float, NC: Size>(
             let frag = acc.index(comptime!((i * ni + j) as usize));
             #[unroll]
             for h in 0..2u32 {
-                let index = (first + (i * fm + h * 8) * pair_row + j * (fn_ / 2)) as usize;
                 let pair = frag[h as usize];
-                let mut out = Vector::<O, NC>::empty();
-                #[unroll]
-                for e in 0..2usize {
-                    let mut value = alpha * pair[e];
-                    if comptime!(read_c) {
-                        value += beta * A::cast_from(c[index][e]);
+                if comptime!(inside) {
+                    let index = (first + (i * fm + h * 8) * pair_row + j * (fn_ / 2)) as usize;
+                    let mut out = Vector::<O, NC>::empty();
+                    #[unroll]
+                    for e in 0..2usize {
+                        let mut value = alpha * pair[e];
+                        if comptime!(read_c) {
+                            value += beta * A::cast_from(c[index][e]);
+                        }
+                        out[e] = O::cast_from(value);
                     }
-                    out[e] = O::cast_from(value);
+                    c[index] = out;
+                } else {
+                    store_pair::<A, O, NC>(
+                        c,
+                        vc,
+                        dims,
+                        batch,
+                        row + i * fm + h * 8,
+                        col + j * fn_,
+                        pair,
+                        alpha,
+                        beta,
+                        width_c,
+                    );
                 }
-                c[index] = out;
             }
         }
     }
