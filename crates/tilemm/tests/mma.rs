@@ -245,6 +245,15 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
     for (name, p) in contract() {
         check(&plan, &name, &p, &mut rng);
     }
+    // Ten rows of blocks: the rasterized grid's two groups of rows, the second of two (the
+    // kernel variant of the first problem: no compile more).
+    let tall = shape(600, 64, 72).problem().unwrap();
+    check(
+        &plan,
+        "600×64×72, two groups of block rows",
+        &tall,
+        &mut rng,
+    );
     // Two warps along N (nonzero column origins), three stages (whole groups of them at K of
     // 320): both paths with B stored either way. Two warps along M (nonzero row origins): A
     // stored by columns.
