@@ -73,12 +73,17 @@ unsafe extern "C" fn buffer_completed(
     }
     let mut spans = Vec::new();
     let mut record: *mut cudarc::cupti::sys::CUpti_Activity = std::ptr::null_mut();
+    let kernel = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u32;
     // SAFETY: `buffer` holds `valid_size` bytes of records CUPTI wrote; each record starts
-    // with its kind, and kernel records with `KernelRecordHead`.
+    // with its kind, and a kernel record (longer than its head) with `KernelRecordHead`.
     unsafe {
         while activity::get_next_record(buffer, valid_size, &mut record).is_ok() {
+            if record.cast::<u32>().read_unaligned() != kernel {
+                continue;
+            }
             let head = record.cast::<KernelRecordHead>().read_unaligned();
-            if head.kind == CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u32 {
+            // A record without both timestamps (never the case after a wait) says nothing.
+            if head.start != 0 && head.end >= head.start {
                 spans.push((head.start, head.end));
             }
         }
