@@ -169,7 +169,8 @@ pub(crate) fn resident(
             warm_up,
             run,
         ) {
-            // The clock failed (the sweep says why): this row on the session's own clock.
+            // The clock could not time this row (a note says why where CUPTI failed): the
+            // session's own clock, which the row names.
             Err(crate::Error::Clock(_)) => {}
             measurement => return measurement,
         }

@@ -22,7 +22,8 @@ pub const TIMING: &str = "device (CUPTI)";
 
 /// Where to find libcupti, for the note a sweep prints without it.
 pub const INSTALL_HINT: &str = "put the CUDA toolkit's extras/CUPTI/lib64 on LD_LIBRARY_PATH, or \
-                                `pip install nvidia-cuda-cupti-cu12`";
+                                `pip install nvidia-cuda-cupti-cu12` (cu13 for CUDA 13) and put \
+                                its site-packages/nvidia/cuda_cupti/lib there";
 
 /// The clock for `gpu`'s kernels, where it has one (CUDA, with libcupti).
 pub fn for_session(gpu: &GpuSession) -> Option<&'static KernelClock> {

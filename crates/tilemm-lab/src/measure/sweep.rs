@@ -316,7 +316,7 @@ impl<'g> Sweep<'g> {
         let mut measurements = Vec::new();
         let mut tunings = Vec::new();
         // Whether `new` said the kernel clock is missing.
-        let mut clock_noted = gpu.is_some_and(|g| kernel_clock::missing(g).is_some());
+        let mut clock_noted = from_host || gpu.is_some_and(|g| kernel_clock::missing(g).is_some());
         for (problem, reference) in problems.iter().zip(references) {
             let operands = inputs::random_operands(problem, 0)?;
             let work = Workload::new(problem, &operands, reference)?;

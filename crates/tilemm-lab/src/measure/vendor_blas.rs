@@ -224,7 +224,8 @@ where
                 || Ok(verified),
                 || clock.time(|| run(&mut c_dev).map(drop)),
             ) {
-                // The clock failed (the sweep says why): events, as without it.
+                // The clock could not time this row (a note says why where CUPTI failed):
+                // events, as without it.
                 Err(crate::Error::Clock(_)) => {}
                 measurement => return measurement,
             }

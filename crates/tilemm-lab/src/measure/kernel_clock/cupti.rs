@@ -2,6 +2,7 @@
 //! the spans read off them.
 
 use std::alloc::{alloc, dealloc, Layout};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -21,15 +22,24 @@ pub struct KernelClock {
 /// Why the clock stopped being used, after a run it failed on.
 static BROKEN: OnceLock<String> = OnceLock::new();
 
-/// The spans (start, end, in ns of the GPU's timer) of the kernels CUPTI has handed back.
+/// The spans (start, end, in ns of CUPTI's timestamps) of the kernels CUPTI has handed back.
 static KERNELS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+/// Kernel records handed back without both timestamps, since the last run began.
+static INCOMPLETE: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a buffer could not be allocated, so that CUPTI dropped records.
+static DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// The kind of record the clock reads.
+const KERNEL: CUpti_ActivityKind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 
 /// Bytes per activity buffer: a run launches a few kernels, of about 200 bytes of record each.
 const BUFFER_BYTES: usize = 1 << 20;
 /// CUPTI's records are 8-byte aligned.
 const BUFFER_ALIGN: usize = 8;
 
-/// The head every version of CUPTI's kernel record (`CUpti_ActivityKernel2` to `13`) shares:
+/// The head every version of CUPTI's kernel record (`CUpti_ActivityKernel3` to `13`) shares:
 /// the kind, the cache configurations, and the kernel's start and end.
 #[repr(C)]
 struct KernelRecordHead {
@@ -53,6 +63,9 @@ unsafe extern "C" fn buffer_requested(
     // SAFETY: CUPTI passes valid pointers; the buffer goes back in `buffer_completed`.
     unsafe {
         let ptr = alloc(buffer_layout());
+        if ptr.is_null() {
+            DROPPED.store(true, Ordering::Relaxed);
+        }
         *buffer = ptr;
         *size = if ptr.is_null() { 0 } else { BUFFER_BYTES };
         // As many records as fit.
@@ -73,7 +86,7 @@ unsafe extern "C" fn buffer_completed(
     }
     let mut spans = Vec::new();
     let mut record: *mut cudarc::cupti::sys::CUpti_Activity = std::ptr::null_mut();
-    let kernel = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u32;
+    let kernel = KERNEL as u32;
     // SAFETY: `buffer` holds `valid_size` bytes of records CUPTI wrote; each record starts
     // with its kind, and a kernel record (longer than its head) with `KernelRecordHead`.
     unsafe {
@@ -82,9 +95,11 @@ unsafe extern "C" fn buffer_completed(
                 continue;
             }
             let head = record.cast::<KernelRecordHead>().read_unaligned();
-            // A record without both timestamps (never the case after a wait) says nothing.
+            // Without both timestamps (never the case after a wait), the run's span is unknown.
             if head.start != 0 && head.end >= head.start {
                 spans.push((head.start, head.end));
+            } else {
+                INCOMPLETE.fetch_add(1, Ordering::Relaxed);
             }
         }
         dealloc(buffer, buffer_layout());
@@ -120,10 +135,9 @@ impl KernelClock {
                 activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
                     .map_err(|e| cupti_error("buffer callbacks", e))?;
                 // Once, so that CUPTI's own start-up is not in a run.
-                activity::enable(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-                    .and_then(|()| {
-                        activity::disable(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-                    })
+                activity::enable(KERNEL)
+                    .and_then(|()| activity::disable(KERNEL))
+                    .and_then(|()| timestamp().map(drop))
                     .map_err(|e| cupti_error("kernel tracing", e))?;
                 Ok(KernelClock {
                     running: Mutex::new(()),
@@ -135,37 +149,73 @@ impl KernelClock {
 
     /// Runs `run`, which launches kernels and waits for them, with CUPTI tracing kernels, and
     /// returns the span from the first kernel's start to the last one's end, with the host
-    /// clock's time for the whole call. Refused ([`crate::Error::Clock`]) when CUPTI fails, saw
-    /// no kernel, or a span longer than the call (then the records are not this run's): the
-    /// clock is then out of use for the process ([`KernelClock::get`] says why).
+    /// clock's time for the whole call. Only kernels between CUPTI's timestamps before and
+    /// after the call count. Refused ([`crate::Error::Clock`]) when it saw no kernel, a record
+    /// without its timestamps or a dropped one, or a span longer than the call: then this row
+    /// is timed otherwise. When CUPTI itself fails, the clock is out of use for the process
+    /// ([`KernelClock::get`] says why).
     pub fn time(&self, run: impl FnOnce() -> Result<()>) -> Result<Sample> {
-        let timed = self.time_once(run);
-        if let Err(crate::Error::Clock(why)) = &timed {
-            let _ = BROKEN.set(format!("it failed on a run: {why}"));
-        }
-        timed
-    }
-
-    fn time_once(&self, run: impl FnOnce() -> Result<()>) -> Result<Sample> {
         let _one_at_a_time = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        let kind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-        let failed = |what: &str, err| crate::Error::Clock(cupti_error(what, err));
+        let failed = |what: &str, err| {
+            let why = cupti_error(what, err);
+            let _ = BROKEN.set(format!("it failed on a run: {why}"));
+            crate::Error::Clock(why)
+        };
         // Records of earlier work, delivered now, are dropped.
         flush().map_err(|e| failed("flush", e))?;
         take_kernels();
-        activity::enable(kind).map_err(|e| failed("kernel tracing", e))?;
+        INCOMPLETE.store(0, Ordering::Relaxed);
+        let before = timestamp().map_err(|e| failed("timestamp", e))?;
+        activity::enable(KERNEL).map_err(|e| failed("kernel tracing", e))?;
+        // Tracing stops however the run ends (a panic included).
+        let tracing = Tracing;
         let start = Instant::now();
         let ran = run();
         let host_ms = start.elapsed().as_secs_f64() * 1e3;
+        let after = timestamp();
         let flushed = flush();
-        let stopped = activity::disable(kind);
+        std::mem::forget(tracing);
+        let stopped = activity::disable(KERNEL);
         let kernels = take_kernels();
         ran?;
         stopped.map_err(|e| failed("kernel tracing", e))?;
         flushed.map_err(|e| failed("flush", e))?;
-        let ms = checked_span(&kernels, host_ms).map_err(crate::Error::Clock)?;
+        let after = after.map_err(|e| failed("timestamp", e))?;
+        if DROPPED.load(Ordering::Relaxed) {
+            let why = "CUPTI dropped records: a buffer could not be allocated";
+            let _ = BROKEN.set(why.into());
+            return Err(crate::Error::Clock(why.into()));
+        }
+        let incomplete = INCOMPLETE.swap(0, Ordering::Relaxed);
+        if incomplete > 0 {
+            return Err(crate::Error::Clock(format!(
+                "CUPTI handed back {incomplete} kernel records without timestamps"
+            )));
+        }
+        let ours: Vec<(u64, u64)> = kernels
+            .into_iter()
+            .filter(|&(first, last)| first >= before && last <= after)
+            .collect();
+        let ms = checked_span(&ours, host_ms).map_err(crate::Error::Clock)?;
         Ok(Sample { ms, host_ms })
     }
+}
+
+/// Kernel tracing on, until dropped.
+struct Tracing;
+
+impl Drop for Tracing {
+    fn drop(&mut self) {
+        let _ = activity::disable(KERNEL);
+    }
+}
+
+/// CUPTI's timestamp now, on the clock of its records.
+fn timestamp() -> std::result::Result<u64, CuptiError> {
+    let mut now = 0u64;
+    // SAFETY: CUPTI writes one u64 through the pointer.
+    unsafe { cudarc::cupti::result::get_timestamp(&mut now) }?;
+    Ok(now)
 }
 
 fn take_kernels() -> Vec<(u64, u64)> {
