@@ -34,7 +34,9 @@ use serde::Serialize;
 
 use super::common::args::{at, Dims, Layouts, View, GemmArgs};
 use super::common::async_copy::{
-    copy_plan, copy_tile, copy_width, stage_operand, store_width, CopyPlan, Share, StagedTile, Swizzle,};
+    copy_plan, copy_width, stage_pair, store_width, CopyPlan, PairStaging, Share, StagedTile,
+    Swizzle,
+};
 use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
 
@@ -450,57 +452,32 @@ fn stage_tile<F: Float>(
     #[comptime] width_b: u32,
     #[comptime] asynchronous: bool,
 ) {
-    let (bm, bn, bk) = comptime!((config.bm, config.bn, config.bk));
-    let units = comptime!(config.units());
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
-    let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
+    let (stage_a, stage_b) = comptime!((stage * tile_a.elements(), stage * tile_b.elements()));
     // Synchronous copies take the emulation's path: loads and stores of the same elements.
     // Every loop unrolled but where the edges' copies run on CUDA (see `compute_tile`).
-    let sync = comptime!(!asynchronous);
+    let pair = comptime!(PairStaging {
+        tile_a,
+        tile_b,
+        block: (config.bm, config.bn, config.bk),
+        units: config.units(),
+        widths: (width_a, width_b),
+        emulate: !asynchronous,
+        rolled_plans: false,
+        rolled_bounded: asynchronous,
+    });
     if fast {
         // (Only where both operands are copied in chunks: `fast` is false otherwise.)
         if comptime!(width_a > 1 && width_b > 1) {
-            copy_tile::<F>(a, plan_a, shared_a, t, true, comptime!(stage * stage_a), tile_a, units, Share::WHOLE, false, sync, false);
-            copy_tile::<F>(b, plan_b, shared_b, t, true, comptime!(stage * stage_b), tile_b, units, Share::WHOLE, false, sync, false);
+            stage_pair::<F>(
+                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, t, true, batch, row0,
+                col0, stage_a, stage_b, pair, Share::WHOLE, false, true,
+            );
         }
     } else {
-        let k0 = dims.k_begin + t * bk;
-        let k_inside = k0 + bk <= dims.k_end;
-        stage_operand::<F>(
-            a,
-            va,
-            shared_a,
-            comptime!(stage * stage_a),
-            batch,
-            row0,
-            k0,
-            dims.m,
-            dims.k_end,
-            row0 + bm <= dims.m && k_inside,
-            tile_a,
-            units,
-            width_a,
-            Share::WHOLE,
-            sync,
-            comptime!(asynchronous),
-        );
-        stage_operand::<F>(
-            b,
-            vb,
-            shared_b,
-            comptime!(stage * stage_b),
-            batch,
-            k0,
-            col0,
-            dims.k_end,
-            dims.n,
-            col0 + bn <= dims.n && k_inside,
-            tile_b,
-            units,
-            width_b,
-            Share::WHOLE,
-            sync,
-            comptime!(asynchronous),
+        stage_pair::<F>(
+            a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, t, true, batch, row0, col0,
+            stage_a, stage_b, pair, Share::WHOLE, false, false,
         );
     }
 }

@@ -8,7 +8,7 @@ use cubecl::prelude::barrier::{copy_async, copy_async_checked};
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::args::{at, View};
+use super::args::{at, Dims, View};
 use crate::problem::MatrixDesc;
 
 /// Bytes of one asynchronous copy (`cp.async`'s widest), and of a chunk of the shared layout.
@@ -165,6 +165,105 @@ impl Share {
             self.part * count / self.parts,
             (self.part + 1) * count / self.parts,
         )
+    }
+}
+
+/// What staging one K tile of both operands knows at compile time: their tiles, the block
+/// (BM, BN, BK), the units copying, the operands' piece widths, and how the copies run
+/// (`emulate`: loads and stores of the same elements; `rolled_plans`, `rolled_bounded`: the
+/// loops over the plans' copies and over bounded pieces kept rolled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PairStaging {
+    pub tile_a: StagedTile,
+    pub tile_b: StagedTile,
+    pub block: (u32, u32, u32),
+    pub units: u32,
+    pub widths: (u32, u32),
+    pub emulate: bool,
+    pub rolled_plans: bool,
+    pub rolled_bounded: bool,
+}
+
+/// Issues part `share` of the copies of K tile `t` (of the slab in `dims`) of A and B into
+/// the stages at `stage_a` and `stage_b`: along the copy plans where `fast` (whole tiles, both
+/// operands in 16-byte pieces), else each piece placed and bounded on its own
+/// ([`stage_operand`]). Past the slab's end (`live` false) the plans' copies read nothing
+/// where `guarded` (the bounded pieces are bounded by the slab anyway).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stage_pair<F: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    va: &View,
+    vb: &View,
+    dims: &Dims,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    plan_a: &CopyPlan,
+    plan_b: &CopyPlan,
+    t: u32,
+    live: bool,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    stage_a: u32,
+    stage_b: u32,
+    #[comptime] pair: PairStaging,
+    #[comptime] share: Share,
+    #[comptime] guarded: bool,
+    #[comptime] fast: bool,
+) {
+    let (bm, bn, bk) = comptime!(pair.block);
+    let (width_a, width_b) = comptime!(pair.widths);
+    let (tile_a, tile_b, units) = comptime!((pair.tile_a, pair.tile_b, pair.units));
+    let (emulate, rolled) = comptime!((pair.emulate, pair.rolled_plans));
+    if comptime!(fast) {
+        copy_tile::<F>(
+            a, plan_a, shared_a, t, live, stage_a, tile_a, units, share, guarded, emulate, rolled,
+        );
+        copy_tile::<F>(
+            b, plan_b, shared_b, t, live, stage_b, tile_b, units, share, guarded, emulate, rolled,
+        );
+    } else {
+        let rolled = comptime!(pair.rolled_bounded);
+        let k0 = dims.k_begin + t * bk;
+        let k_inside = k0 + bk <= dims.k_end;
+        stage_operand::<F>(
+            a,
+            va,
+            shared_a,
+            stage_a,
+            batch,
+            row0,
+            k0,
+            dims.m,
+            dims.k_end,
+            row0 + bm <= dims.m && k_inside,
+            tile_a,
+            units,
+            width_a,
+            share,
+            emulate,
+            rolled,
+        );
+        stage_operand::<F>(
+            b,
+            vb,
+            shared_b,
+            stage_b,
+            batch,
+            k0,
+            col0,
+            dims.k_end,
+            dims.n,
+            col0 + bn <= dims.n && k_inside,
+            tile_b,
+            units,
+            width_b,
+            share,
+            emulate,
+            rolled,
+        );
     }
 }
 

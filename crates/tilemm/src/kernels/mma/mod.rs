@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use crate::kernels::common::args::{at, Dims, Layouts, View, GemmArgs};
 use crate::kernels::common::async_copy::{
-    copy_plan, copy_tile, stage_operand, swizzled, CopyPlan, Share, StagedTile, CHUNK_BYTES,
+    copy_plan, stage_pair, swizzled, CopyPlan, PairStaging, Share, StagedTile, CHUNK_BYTES,
 };
 pub use crate::kernels::common::async_copy::{copy_width, store_width};
 
@@ -488,31 +488,22 @@ fn fetch<F: Float>(
     #[comptime] width_b: u32,
     #[comptime] fast: bool,
 ) {
-    let (bm, bn, bk) = comptime!((config.bm, config.bn, config.bk));
-    let units = comptime!(config.units());
-    let emulate = comptime!(config.emulate);
     let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
-    let stage_a = stage * comptime!(tile_a.elements());
-    let stage_b = stage * comptime!(tile_b.elements());
-    if comptime!(fast) {
-        copy_tile::<F>(
-            a, plan_a, shared_a, t, live, stage_a, tile_a, units, share, guarded, emulate, emulate,
-        );
-        copy_tile::<F>(
-            b, plan_b, shared_b, t, live, stage_b, tile_b, units, share, guarded, emulate, emulate,
-        );
-    } else {
-        let k0 = dims.k_begin + t * bk;
-        let k_inside = k0 + bk <= dims.k_end;
-        stage_operand::<F>(
-            a, va, shared_a, stage_a, batch, row0, k0, dims.m, dims.k_end,
-            row0 + bm <= dims.m && k_inside, tile_a, units, width_a, share, emulate, emulate,
-        );
-        stage_operand::<F>(
-            b, vb, shared_b, stage_b, batch, k0, col0, dims.k_end, dims.n,
-            col0 + bn <= dims.n && k_inside, tile_b, units, width_b, share, emulate, emulate,
-        );
-    }
+    let pair = comptime!(PairStaging {
+        tile_a,
+        tile_b,
+        block: (config.bm, config.bn, config.bk),
+        units: config.units(),
+        widths: (width_a, width_b),
+        emulate: config.emulate,
+        rolled_plans: config.emulate,
+        rolled_bounded: config.emulate,
+    });
+    stage_pair::<F>(
+        a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, t, live, batch, row0, col0,
+        stage * comptime!(tile_a.elements()), stage * comptime!(tile_b.elements()), pair, share,
+        guarded, fast,
+    );
 }
 
 /// The K loop, on CUTLASS's sm80 multistage schedule (`mma_multistage.h`): tiles in flight
