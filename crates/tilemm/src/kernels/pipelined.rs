@@ -6,14 +6,21 @@
 //! - **Pipeline.** STAGES buffers of the BM×BK and BK×BN tiles in shared memory, filled by
 //!   16-byte `cp.async` copies (zero-filled past the edges) that complete on one barrier per
 //!   stage: while the cube computes on tile t, tiles t+1 … t+STAGES−1 are in flight, and no
-//!   value passes through registers on its way to shared memory. One cube barrier per K tile.
-//!   Where the device has no asynchronous copies (HIP, wgpu) the same stages are filled by
-//!   ordinary loads and stores.
+//!   value passes through registers on its way to shared memory. Where the device has no
+//!   asynchronous copies (HIP, wgpu) the same stages are filled by ordinary loads and stores.
+//! - **CUTLASS's sm80 schedule** (`mma_multistage.h`, as in the mma rung): the FMAs of each K
+//!   issue on fragments loaded during the K before, and a chunk's first on those loaded during
+//!   the last K of the chunk before (the next tile's first chunk during the tile's last);
+//!   the copies of the tile fetched are spread over the tile's trips, each bounded by the
+//!   operands' edges without a branch; and the one cube barrier per K tile comes before the
+//!   tile's last K, whose FMAs cover it. No stretch of more than about 20 instructions
+//!   without an FMA, where the copies and the fragments' first loads once made one of ~110
+//!   around each barrier.
 //! - **Fragments as 128-bit loads, in either layout.** A unit reads its fragments four K at a
 //!   time: an operand stored with K contiguous (A row-major, B column-major) one 4-vector per
 //!   row or column of its micro-tile; one stored the other way, one 4-vector of rows or
-//!   columns per K. Either way 8 + 8 loads of 128 bits feed 256 FMAs (16:1), and the next
-//!   four K's fragments are loaded before this four's FMAs (double-buffered registers).
+//!   columns per K. Either way 8 + 8 loads of 128 bits feed 256 FMAs (16:1), in registers
+//!   double-buffered across chunks and K ([`Held`]).
 //! - **Conflict-free shared memory.** A unit's rows of C (columns) are 4-vectors 4 rows apart
 //!   from the next lane's where A (B) is stored with M (N) contiguous: a load reads 8 (4)
 //!   consecutive chunks of one row. Where an operand is stored with K contiguous, the unit's
@@ -24,7 +31,8 @@
 //!   C is row-major and aligned), with α and β applied in registers.
 //!
 //! The contract is whole, as in the mma rung whose staging this shares: operands that are not
-//! 16-byte aligned, or strided, are copied element by element into the same layout, C that
+//! 16-byte aligned, or strided, are copied element by element into the same layout (staged
+//! whole before each tile's trips), C that
 //! is not row-major and aligned is stored element by element, and every edge is guarded.
 
 use super::common::args::GemmInput;
@@ -34,7 +42,8 @@ use serde::Serialize;
 
 use super::common::args::{at, Dims, Layouts, View, GemmArgs};
 use super::common::async_copy::{
-    copy_plan, copy_width, stage_pair, store_width, CopyPlan, PairStaging, Share, StagedTile,
+    copy_plan, copy_run, copy_width, piece_run, stage_pair, store_width, CopyPlan, PairStaging,
+    PieceRun, Share, StagedTile,
     Swizzle,
 };
 use super::{Compiler, LaunchShape, Rung};
@@ -133,12 +142,12 @@ impl PipelinedConfig {
     /// evenly, in every layout.
     pub fn valid(&self) -> bool {
         let units = self.units();
-        // The fragments' offsets are masked to 16 bits (see `fragments`).
+        // Fragment offsets are masked to 16 bits (see `within`): the stages must fit.
         let (a, b) = self.tiles(Layouts {
             a_by_cols: false,
             b_by_cols: true,
         });
-        let within_mask = a.elements() <= 1 << 16 && b.elements() <= 1 << 16;
+        let within_mask = self.stages * a.elements() <= 1 << 16 && self.stages * b.elements() <= 1 << 16;
         let tiles_fit = [false, true].iter().all(|&by_cols| {
             let (ta, tb) = self.tiles(Layouts {
                 a_by_cols: by_cols,
@@ -149,8 +158,20 @@ impl PipelinedConfig {
                 units.is_multiple_of(chunks) && (t.rows * chunks).is_multiple_of(units)
             })
         });
+        // Each trip of a tile issues an equal share of a unit's copies (see `copy_share`).
+        let copies_spread = [false, true].iter().all(|&by_cols| {
+            let (ta, tb) = self.tiles(Layouts {
+                a_by_cols: by_cols,
+                b_by_cols: !by_cols,
+            });
+            [ta, tb].iter().all(|&t| {
+                let (count, trips) = (copies_per_unit(t, units), BK / VECTOR / PER_TRIP);
+                count > 0 && (count.is_multiple_of(trips) || trips.is_multiple_of(count))
+            })
+        });
         self.bk == BK
             && within_mask
+            && copies_spread
             && self.wm > 0
             && self.wn > 0
             && self.bm == self.wm * LANES_M * TM
@@ -224,86 +245,94 @@ fn fragments(
     }
 }
 
-/// The FMAs of K `4·kc .. 4·kc + 4` from the stages at `base_a` and `base_b`, every fragment
-/// read as 128-bit loads (4 consecutive elements at a multiple of 4). An operand stored with
-/// K contiguous is read first, one 4-vector (its four K) per row of A or column of B of the
-/// micro-tile: 8 loads. One stored the other way is read K by K, two 4-vectors per K, and the
-/// next K's are loaded before this K's FMAs (double-buffered registers). Either way 8 + 8
-/// loads feed 256 FMAs, and at most one operand's four K are held at once.
+/// A unit's fragments in registers. An operand stored with K contiguous is read a chunk (four
+/// K) at a time, one 4-vector per row of A (`ka[i·4 + kk]`) or column of B (`kb[j·4 + kk]`),
+/// in two sets: the chunk computed and the next, loaded meanwhile. One stored the other way is
+/// read K by K (`fa[i]`, `fb[j]`: two 4-vectors), in two sets by the parity of K. A layout
+/// leaves the arrays it does not read unused.
+#[derive(CubeType)]
+struct Held<F: Float> {
+    ka0: Array<F>,
+    ka1: Array<F>,
+    kb0: Array<F>,
+    kb1: Array<F>,
+    fa0: Array<F>,
+    fa1: Array<F>,
+    fb0: Array<F>,
+    fb1: Array<F>,
+}
+
+#[cube]
+impl<F: Float> Held<F> {
+    fn new() -> Held<F> {
+        Held::<F> {
+            ka0: Array::<F>::new(comptime!((TM * VECTOR) as usize)),
+            ka1: Array::<F>::new(comptime!((TM * VECTOR) as usize)),
+            kb0: Array::<F>::new(comptime!((TN * VECTOR) as usize)),
+            kb1: Array::<F>::new(comptime!((TN * VECTOR) as usize)),
+            fa0: Array::<F>::new(comptime!(TM as usize)),
+            fa1: Array::<F>::new(comptime!(TM as usize)),
+            fb0: Array::<F>::new(comptime!(TN as usize)),
+            fb1: Array::<F>::new(comptime!(TN as usize)),
+        }
+    }
+}
+
+/// Loads what K `4·kc` (a chunk's first) needs into chunk set `set`: the K-contiguous
+/// operands' four K (8 loads each: the unit's rows 8 apart, or columns 4 apart, chunk kc of
+/// each) and the others' first K ([`load_k`]).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn multiply_four<F: Float>(
+fn load_head<F: Float>(
     shared_a: &SharedMemory<F>,
     shared_b: &SharedMemory<F>,
     base_a: u32,
     base_b: u32,
     at_: &Fragments,
     kc: u32,
-    acc: &mut Array<F>,
+    held: &mut Held<F>,
+    #[comptime] set: u32,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
 ) {
-    let (a_k_contiguous, b_k_contiguous) = comptime!((!layouts.a_by_cols, layouts.b_by_cols));
-    // The K-contiguous operands' four K: ka[i·4 + kk], kb[j·4 + kk].
-    let mut ka = Array::<F>::new(comptime!((TM * VECTOR) as usize));
-    let mut kb = Array::<F>::new(comptime!((TN * VECTOR) as usize));
-    if comptime!(a_k_contiguous) {
-        // The unit's rows, 8 apart, chunk kc of each.
+    if comptime!(!layouts.a_by_cols) {
+        let start = within(base_a + at_.a + kc * VECTOR);
         #[unroll]
         for i in 0..TM {
-            let offset = base_a + at_.a + comptime!(i * LANES_M * K_ROW) + kc * VECTOR;
+            let offset = start + comptime!(i * LANES_M * K_ROW);
             let v = vector_at::<F>(shared_a, offset);
             #[unroll]
             for kk in 0..VECTOR {
-                ka[(i * VECTOR + kk) as usize] = v[kk as usize];
+                if comptime!(set == 0) {
+                    held.ka0[(i * VECTOR + kk) as usize] = v[kk as usize];
+                } else {
+                    held.ka1[(i * VECTOR + kk) as usize] = v[kk as usize];
+                }
             }
         }
     }
-    if comptime!(b_k_contiguous) {
-        // The unit's columns, 4 apart, chunk kc of each.
+    if comptime!(layouts.b_by_cols) {
+        let start = within(base_b + at_.b + kc * VECTOR);
         #[unroll]
         for j in 0..TN {
-            let offset = base_b + at_.b + comptime!(j * LANES_N * K_ROW) + kc * VECTOR;
+            let offset = start + comptime!(j * LANES_N * K_ROW);
             let v = vector_at::<F>(shared_b, offset);
             #[unroll]
             for kk in 0..VECTOR {
-                kb[(j * VECTOR + kk) as usize] = v[kk as usize];
+                if comptime!(set == 0) {
+                    held.kb0[(j * VECTOR + kk) as usize] = v[kk as usize];
+                } else {
+                    held.kb1[(j * VECTOR + kk) as usize] = v[kk as usize];
+                }
             }
         }
     }
-    // The other operands, K by K, in two buffers.
-    let mut a0 = Array::<F>::new(comptime!(TM as usize));
-    let mut b0 = Array::<F>::new(comptime!(TN as usize));
-    let mut a1 = Array::<F>::new(comptime!(TM as usize));
-    let mut b1 = Array::<F>::new(comptime!(TN as usize));
-    load_k::<F>(
-        shared_a, shared_b, base_a, base_b, at_, kc, 0u32, &mut a0, &mut b0, config, layouts,
-    );
-    #[unroll]
-    for kk in 0..VECTOR {
-        if comptime!(kk % 2 == 0) {
-            if comptime!(kk + 1 < VECTOR) {
-                load_k::<F>(
-                    shared_a, shared_b, base_a, base_b, at_, kc, kk + 1, &mut a1, &mut b1,
-                    config, layouts,
-                );
-            }
-            multiply::<F>(&a0, &b0, &ka, &kb, acc, kk, layouts);
-        } else {
-            if comptime!(kk + 1 < VECTOR) {
-                load_k::<F>(
-                    shared_a, shared_b, base_a, base_b, at_, kc, kk + 1, &mut a0, &mut b0,
-                    config, layouts,
-                );
-            }
-            multiply::<F>(&a1, &b1, &ka, &kb, acc, kk, layouts);
-        }
-    }
+    load_k::<F>(shared_a, shared_b, base_a, base_b, at_, kc, 0u32, held, config, layouts);
 }
 
 /// Loads K `4·kc + kk` of the operands stored with K across rows (A column-major: rows of K,
 /// BM wide, the unit's rows in 4-vectors 32 apart; B row-major: BN wide, columns in 4-vectors
-/// 16 apart) into `fa[i]` and `fb[j]`: two 4-vectors each.
+/// 16 apart) into the K set of `kk`'s parity: two 4-vectors each.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn load_k<F: Float>(
@@ -314,36 +343,52 @@ fn load_k<F: Float>(
     at_: &Fragments,
     kc: u32,
     #[comptime] kk: u32,
-    fa: &mut Array<F>,
-    fb: &mut Array<F>,
+    held: &mut Held<F>,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
 ) {
     let (bm, bn) = comptime!((config.bm, config.bn));
+    let odd = comptime!(kk % 2 == 1);
     if comptime!(layouts.a_by_cols) {
-        let row = VECTOR * kc + kk;
+        let start = within(base_a + at_.a + kc * comptime!(VECTOR * bm));
         #[unroll]
         for ip in 0..TM / VECTOR {
-            let offset = base_a + at_.a + row * bm + comptime!(ip * VECTOR * LANES_M);
+            let offset = start + comptime!(kk * bm + ip * VECTOR * LANES_M);
             let v = vector_at::<F>(shared_a, offset);
             #[unroll]
             for e in 0..VECTOR {
-                fa[(VECTOR * ip + e) as usize] = v[e as usize];
+                if comptime!(odd) {
+                    held.fa1[(VECTOR * ip + e) as usize] = v[e as usize];
+                } else {
+                    held.fa0[(VECTOR * ip + e) as usize] = v[e as usize];
+                }
             }
         }
     }
     if comptime!(!layouts.b_by_cols) {
-        let row = VECTOR * kc + kk;
+        let start = within(base_b + at_.b + kc * comptime!(VECTOR * bn));
         #[unroll]
         for jp in 0..TN / VECTOR {
-            let offset = base_b + at_.b + row * bn + comptime!(jp * VECTOR * LANES_N);
+            let offset = start + comptime!(kk * bn + jp * VECTOR * LANES_N);
             let v = vector_at::<F>(shared_b, offset);
             #[unroll]
             for e in 0..VECTOR {
-                fb[(VECTOR * jp + e) as usize] = v[e as usize];
+                if comptime!(odd) {
+                    held.fb1[(VECTOR * jp + e) as usize] = v[e as usize];
+                } else {
+                    held.fb0[(VECTOR * jp + e) as usize] = v[e as usize];
+                }
             }
         }
     }
+}
+
+/// `offset`, an element of the stages (under 2¹⁶ of them: `valid`), said so with a mask: the
+/// compiler then knows that adding a constant cannot wrap, and folds each load's constant
+/// into its address instead of keeping a register per offset.
+#[cube]
+fn within(offset: u32) -> u32 {
+    offset & 0xffff
 }
 
 /// Four consecutive elements of `tile` from `offset`, a multiple of 4 (one 128-bit load where
@@ -358,76 +403,51 @@ fn vector_at<F: Float>(tile: &SharedMemory<F>, offset: u32) -> Vector<F, Const<4
     v
 }
 
-/// The FMAs of K `kk` of four: `acc[i·TN + j] += a_i · b_j`, A's values from `fa` (loaded for
-/// this K) or `ka` (the four K of a K-contiguous A), B's likewise.
+/// The FMAs of K `kk` of a chunk: `acc[i·TN + j] += a_i · b_j`, A's values from its K set of
+/// `kk`'s parity or from chunk set `set` (K contiguous), B's likewise.
 #[cube]
 fn multiply<F: Float>(
-    fa: &Array<F>,
-    fb: &Array<F>,
-    ka: &Array<F>,
-    kb: &Array<F>,
+    held: &Held<F>,
     acc: &mut Array<F>,
     #[comptime] kk: u32,
+    #[comptime] set: u32,
     #[comptime] layouts: Layouts,
 ) {
+    let odd = comptime!(kk % 2 == 1);
     #[unroll]
     for i in 0..TM {
         let x = if comptime!(layouts.a_by_cols) {
-            fa[i as usize]
+            if comptime!(odd) {
+                held.fa1[i as usize]
+            } else {
+                held.fa0[i as usize]
+            }
+        } else if comptime!(set == 0) {
+            held.ka0[(i * VECTOR + kk) as usize]
         } else {
-            ka[(i * VECTOR + kk) as usize]
+            held.ka1[(i * VECTOR + kk) as usize]
         };
         #[unroll]
         for j in 0..TN {
             let y = if comptime!(layouts.b_by_cols) {
-                kb[(j * VECTOR + kk) as usize]
+                if comptime!(set == 0) {
+                    held.kb0[(j * VECTOR + kk) as usize]
+                } else {
+                    held.kb1[(j * VECTOR + kk) as usize]
+                }
+            } else if comptime!(odd) {
+                held.fb1[j as usize]
             } else {
-                fb[j as usize]
+                held.fb0[j as usize]
             };
             acc[(i * TN + j) as usize] += x * y;
         }
     }
 }
 
-/// One K tile's FMAs from the stages at `base_a` and `base_b`, four K at a time, in a loop of
-/// BK / (4 · `per_trip`) trips. Unrolled whole, NVRTC took 136 s over the kernel's six tiles
-/// (three stages, two paths) and lavapipe's LLVM minutes: two steps per trip on CUDA (a trip
-/// of 512 FMAs and 32 shared loads, 90% FMA), one elsewhere. Debian 12's lavapipe counts these
-/// trips against its cap of 65535 per unit: the host bounds them by splitting K
-/// (k_per_trip = 4, see `shape`).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn compute_tile<F: Float>(
-    shared_a: &SharedMemory<F>,
-    shared_b: &SharedMemory<F>,
-    base_a: u32,
-    base_b: u32,
-    at_: &Fragments,
-    acc: &mut Array<F>,
-    #[comptime] config: PipelinedConfig,
-    #[comptime] layouts: Layouts,
-    #[comptime] per_trip: u32,
-) {
-    for trip in 0..comptime!(config.bk / VECTOR / per_trip) {
-        #[unroll]
-        for step in 0..per_trip {
-            multiply_four::<F>(
-                shared_a,
-                shared_b,
-                base_a,
-                base_b,
-                at_,
-                trip * per_trip + step,
-                acc,
-                config,
-                layouts,
-            );
-        }
-    }
-}
-
-/// Stages K tile `t` into stage `stage`: on the fast path (`fast`: whole tiles, both operands
-/// aligned) along the copy plans, else with bounds.
+/// Stages K tile `t` into the stages at `stage_a` and `stage_b`, each piece placed and bounded
+/// on its own: for operands of which one at least is copied element by element (not 16-byte
+/// aligned, or strided).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn stage_tile<F: Float>(
@@ -444,42 +464,21 @@ fn stage_tile<F: Float>(
     row0: u32,
     col0: u32,
     t: u32,
-    fast: bool,
-    #[comptime] stage: u32,
+    stage_a: u32,
+    stage_b: u32,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
     #[comptime] width_a: u32,
     #[comptime] width_b: u32,
     #[comptime] asynchronous: bool,
 ) {
-    let (tile_a, tile_b) = comptime!(config.tiles(layouts));
-    let (stage_a, stage_b) = comptime!((stage * tile_a.elements(), stage * tile_b.elements()));
     // Synchronous copies take the emulation's path: loads and stores of the same elements.
-    // Every loop unrolled but where the edges' copies run on CUDA (see `compute_tile`).
-    let pair = comptime!(PairStaging {
-        tile_a,
-        tile_b,
-        block: (config.bm, config.bn, config.bk),
-        units: config.units(),
-        widths: (width_a, width_b),
-        emulate: !asynchronous,
-        rolled_plans: false,
-        rolled_bounded: asynchronous,
-    });
-    if fast {
-        // (Only where both operands are copied in chunks: `fast` is false otherwise.)
-        if comptime!(width_a > 1 && width_b > 1) {
-            stage_pair::<F>(
-                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, t, true, batch, row0,
-                col0, stage_a, stage_b, pair, Share::WHOLE, false, true,
-            );
-        }
-    } else {
-        stage_pair::<F>(
-            a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, t, true, batch, row0, col0,
-            stage_a, stage_b, pair, Share::WHOLE, false, false,
-        );
-    }
+    // The loop over bounded pieces is kept rolled on CUDA (NVRTC's time).
+    let pair = comptime!(staging(config, layouts, width_a, width_b, asynchronous));
+    stage_pair::<F>(
+        a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, t, true, batch, row0, col0,
+        stage_a, stage_b, pair, Share::WHOLE, false, false,
+    );
 }
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, in f32. Cube (X, Y) computes the
@@ -542,15 +541,9 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
 
     let plan_a = copy_plan(&va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(&vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
-    // The fast path: a block inside C whose K tiles are all whole, both operands aligned. It
-    // differs from the other only in how tiles are staged: one K loop branches per tile (the
-    // FMAs are in `compute_tile`'s loop either way, and a loop per path doubled the code
-    // NVRTC compiles).
-    let whole = row0 + bm <= dims.m && col0 + bn <= dims.n && (dims.k_end - dims.k_begin) % bk == 0;
-    let fast = comptime!(width_a > 1 && width_b > 1) && whole;
     k_loop::<F>(
         a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &plan_a, &plan_b,
-        &frags, &mut acc, batch, row0, col0, fast, config, layouts, width_a, width_b,
+        &frags, &mut acc, batch, row0, col0, config, layouts, width_a, width_b,
         asynchronous,
     );
 
@@ -598,9 +591,20 @@ pub fn pipelined_matmul<F: Float + CubeElement, O: Float, NC: Size>(
     }
 }
 
-/// The K loop, over a pipeline of STAGES tiles where copies are asynchronous, else over one
-/// stage. Every unit runs every trip (the barriers need them all); at most LOOP_TRIP_LIMIT of
-/// them over this loop and `compute_tile`'s (k_per_trip = 4): the host splits K.
+/// The K loop, on CUTLASS's sm80 multistage schedule (`mma_multistage.h`, as in the mma rung),
+/// with STAGES tiles in shared memory: tiles in flight STAGES − 1 ahead; within a tile, the
+/// FMAs of each K issue on fragments loaded during the K before (a chunk's K-contiguous
+/// fragments during the last K of the chunk before, the tile's last chunk loading the next
+/// tile's first), the copies of the tile fetched are spread over the trips, and the one cube
+/// barrier per tile (after waiting for the next tile) comes before the tile's last K, whose
+/// FMAs cover it. Every unit runs every trip (the barriers need them all); at most
+/// LOOP_TRIP_LIMIT of them over this loop and [`k_tile`]'s (k_per_trip = 4): the host splits
+/// K.
+///
+/// Where copies are asynchronous, tiles run in groups of STAGES so that each tile's stage and
+/// barriers are known at compile time. Elsewhere (HIP, wgpu) the copies are loads and stores
+/// that complete before the barrier, the same schedule runs with no stage barriers, and one
+/// tile body serves every stage (half the code: lavapipe's JIT pays for code).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn k_loop<F: Float>(
@@ -619,84 +623,327 @@ fn k_loop<F: Float>(
     batch: u32,
     row0: u32,
     col0: u32,
-    fast: bool,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
     #[comptime] width_a: u32,
     #[comptime] width_b: u32,
     #[comptime] asynchronous: bool,
 ) {
-    let bk = comptime!(config.bk);
+    let (bk, stages) = comptime!((config.bk, config.stages));
+    let (tile_a, tile_b) = comptime!(config.tiles(layouts));
+    let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
-    if comptime!(!asynchronous) {
-        // Synchronous copies overlap nothing: one stage, staged and then computed, between
-        // two barriers. Half the code of the pipeline's (lavapipe's JIT pays for code).
-        for t in 0..tiles {
-            stage_tile::<F>(
-                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0, t, fast,
-                0u32, config, layouts, width_a, width_b, asynchronous,
-            );
-            sync_cube();
-            compute_tile::<F>(shared_a, shared_b, 0u32, 0u32, frags, acc, config, layouts, 1u32);
-            sync_cube();
-        }
-    } else {
-        // The pipeline: tiles in groups of STAGES, so that each tile's stage (and barrier) is
-        // known at compile time. The first STAGES − 1 tiles are staged first; then, per tile,
-        // the cube waits for its copies, passes one barrier (everyone is done with the
-        // previous tile, whose stage is refilled next), stages the tile STAGES − 1 ahead and
-        // computes.
-        let stages = comptime!(config.stages);
-        let (tile_a, tile_b) = comptime!(config.tiles(layouts));
-        let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
-        #[unroll]
-        for s in 0..comptime!(stages - 1) {
-            if s < tiles {
-                stage_tile::<F>(
-                    a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0, s, fast,
-                    s, config, layouts, width_a, width_b, asynchronous,
+    let mut held = Held::<F>::new();
+    // The first STAGES − 1 tiles in flight, then tile 0's first fragments.
+    #[unroll]
+    for s in 0..comptime!(stages - 1) {
+        if s < tiles {
+            if comptime!(width_a > 1 && width_b > 1) {
+                let (base_a, base_b) = comptime!((s * stage_a, s * stage_b));
+                let mut run_a = tile_run(plan_a, dims, row0, col0, s, base_a, config, layouts, true);
+                let mut run_b = tile_run(plan_b, dims, row0, col0, s, base_b, config, layouts, false);
+                copy_trip::<F>(
+                    a, plan_a, &mut run_a, shared_a, base_a, 0u32, 1u32, config, layouts, true,
+                    asynchronous,
                 );
+                copy_trip::<F>(
+                    b, plan_b, &mut run_b, shared_b, base_b, 0u32, 1u32, config, layouts, false,
+                    asynchronous,
+                );
+            } else {
+                stage_tile::<F>(
+                    a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0, s,
+                    comptime!(s * stage_a), comptime!(s * stage_b), config, layouts,
+                    width_a, width_b, asynchronous,
+                );
+            }
+            if comptime!(asynchronous) {
                 let bar = full.index(comptime!(s as usize));
                 bar.commit_copy_async();
                 bar.arrive();
             }
         }
+    }
+    if tiles > 0 {
+        if comptime!(asynchronous) {
+            full.index(0usize).wait_parity(0u32);
+        } else {
+            sync_cube();
+        }
+        load_head::<F>(
+            shared_a, shared_b, 0u32, 0u32, frags, 0u32, &mut held, 0u32, config, layouts,
+        );
+    }
+    if comptime!(asynchronous) {
         let groups = tiles.div_ceil(stages);
         for group in 0..groups {
-            let parity = group % 2;
             #[unroll]
             for s in 0..stages {
                 let t = group * stages + s;
+                // Tile t + 1 is phase (t + 1) / STAGES of its stage's barrier.
+                let next_parity = if comptime!(s + 1 < stages) {
+                    group % 2
+                } else {
+                    (group + 1) % 2
+                };
+                let (next, refill) = comptime!(((s + 1) % stages, (s + stages - 1) % stages));
                 if t < tiles {
-                    full.index(comptime!(s as usize)).wait_parity(parity);
-                    sync_cube();
-                    let next = t + stages - 1;
-                    if next < tiles {
-                        let refill = comptime!((s + stages - 1) % stages);
-                        stage_tile::<F>(
-                            a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0,
-                            col0, next, fast, refill, config, layouts, width_a, width_b,
-                            asynchronous,
-                        );
-                        let bar = full.index(comptime!(refill as usize));
-                        bar.commit_copy_async();
-                        bar.arrive();
-                    }
-                    compute_tile::<F>(
-                        shared_a,
-                        shared_b,
-                        comptime!(s * stage_a),
-                        comptime!(s * stage_b),
-                        frags,
-                        acc,
-                        config,
-                        layouts,
-                        2u32,
+                    k_tile::<F>(
+                        a, b, va, vb, dims, shared_a, shared_b, full, plan_a, plan_b, frags,
+                        &mut held, acc, batch, row0, col0, t, tiles,
+                        comptime!(s * stage_a), comptime!(s * stage_b),
+                        comptime!(next * stage_a), comptime!(next * stage_b),
+                        comptime!(refill * stage_a), comptime!(refill * stage_b), next_parity,
+                        s, config, layouts, width_a, width_b, asynchronous,
                     );
                 }
             }
         }
+    } else {
+        let mut stage = 0u32;
+        for t in 0..tiles {
+            let next = select(stage + 1 == stages, 0u32, stage + 1);
+            let refill = select(stage == 0, comptime!(stages - 1), stage - 1);
+            k_tile::<F>(
+                a, b, va, vb, dims, shared_a, shared_b, full, plan_a, plan_b, frags, &mut held,
+                acc, batch, row0, col0, t, tiles, stage * stage_a, stage * stage_b,
+                next * stage_a, next * stage_b, refill * stage_a, refill * stage_b, 0u32, 0u32,
+                config, layouts, width_a, width_b, asynchronous,
+            );
+            stage = next;
+        }
     }
+}
+
+/// Chunks of four K per trip of [`k_tile`]'s loop over a tile: a trip of 512 FMAs and 32
+/// shared loads, in which the two chunk sets of fragments alternate with no moves. Unrolled
+/// whole, NVRTC took 136 s over the kernel's tiles and lavapipe's LLVM minutes; four chunks a
+/// trip took 8 s. Debian 12's lavapipe counts trips against its cap of 65535 per unit: the
+/// host bounds them by splitting K (k_per_trip = 4, see `shape`).
+const PER_TRIP: u32 = 2;
+
+/// Tile `t` of [`k_loop`], whose stages start at `base_*`, the next tile's at `next_*` and the
+/// one refilled (tile t − 1's, with tile t + STAGES − 1) at `refill_*`; `s` its stage's
+/// barrier and `next_parity` the phase of the next tile's, where copies are asynchronous. On
+/// entry `held` has the tile's first fragments (chunk set 0); on return, the next tile's.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+// A comptime condition and a run-time one stay nested: `comptime && runtime` would compile
+// the branch in every variant.
+#[allow(clippy::collapsible_if)]
+fn k_tile<F: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    va: &View,
+    vb: &View,
+    dims: &Dims,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    full: &Sequence<Shared<Barrier>>,
+    plan_a: &CopyPlan,
+    plan_b: &CopyPlan,
+    frags: &Fragments,
+    held: &mut Held<F>,
+    acc: &mut Array<F>,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+    t: u32,
+    tiles: u32,
+    base_a: u32,
+    base_b: u32,
+    next_a: u32,
+    next_b: u32,
+    refill_a: u32,
+    refill_b: u32,
+    next_parity: u32,
+    #[comptime] s: u32,
+    #[comptime] config: PipelinedConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] width_a: u32,
+    #[comptime] width_b: u32,
+    #[comptime] asynchronous: bool,
+) {
+    let stages = comptime!(config.stages);
+    let per_trip = comptime!(PER_TRIP);
+    let trips = comptime!(config.bk / VECTOR / per_trip);
+    let (next_bar, refill_bar) = comptime!(((s + 1) % stages, (s + stages - 1) % stages));
+    let fetched = t + stages - 1;
+    // Operands copied in 16-byte pieces: the fetched tile's copies spread over the trips, each
+    // bounded (no branch). Others: staged whole, element by element, before the trips (its
+    // stage was freed by the last tile's barrier).
+    let chunked = comptime!(width_a > 1 && width_b > 1);
+    if !comptime!(chunked) {
+        if fetched < tiles {
+            stage_tile::<F>(
+                a, b, va, vb, dims, shared_a, shared_b, plan_a, plan_b, batch, row0, col0,
+                fetched, refill_a, refill_b, config, layouts, width_a, width_b,
+                asynchronous,
+            );
+        }
+    }
+    let mut run_a = tile_run(plan_a, dims, row0, col0, fetched, refill_a, config, layouts, true);
+    let mut run_b = tile_run(plan_b, dims, row0, col0, fetched, refill_b, config, layouts, false);
+    for trip in 0..trips {
+        if comptime!(chunked) {
+            copy_trip::<F>(
+                a, plan_a, &mut run_a, shared_a, refill_a, trip, trips, config, layouts, true,
+                asynchronous,
+            );
+            copy_trip::<F>(
+                b, plan_b, &mut run_b, shared_b, refill_b, trip, trips, config, layouts, false,
+                asynchronous,
+            );
+        }
+        #[unroll]
+        for h in 0..per_trip {
+            let kc = trip * per_trip + h;
+            let (set, other) = comptime!((h % 2, (h + 1) % 2));
+            #[unroll]
+            for kk in 0..VECTOR {
+                if comptime!(h + 1 == per_trip && kk + 1 == VECTOR) {
+                    if trip == comptime!(trips - 1) {
+                        // The tile's copies committed; tile t + 1 has landed; and past the
+                        // barrier every unit has loaded tile t's last fragments, so that the
+                        // next tile may refill its stage. (Nested: without asynchronous
+                        // copies there are no barriers to index, even in code not run.)
+                        if comptime!(asynchronous) {
+                            let bar = full.index(comptime!(refill_bar as usize));
+                            bar.commit_copy_async();
+                            bar.arrive();
+                            if t + 1 < tiles {
+                                full.index(comptime!(next_bar as usize)).wait_parity(next_parity);
+                            }
+                        }
+                        sync_cube();
+                    }
+                }
+                if comptime!(kk + 1 < VECTOR) {
+                    load_k::<F>(
+                        shared_a, shared_b, base_a, base_b, frags, kc, comptime!(kk + 1), held,
+                        config, layouts,
+                    );
+                } else if comptime!(h + 1 < per_trip) {
+                    load_head::<F>(
+                        shared_a, shared_b, base_a, base_b, frags, kc + 1, held, other, config,
+                        layouts,
+                    );
+                } else {
+                    // The next chunk: this tile's, or after the last trip the next tile's
+                    // first. (Unconditional: after the last tile, what is loaded is unused.)
+                    let last = trip == comptime!(trips - 1);
+                    load_head::<F>(
+                        shared_a,
+                        shared_b,
+                        select(last, next_a, base_a),
+                        select(last, next_b, base_b),
+                        frags,
+                        select(last, 0u32, kc + 1),
+                        held,
+                        other,
+                        config,
+                        layouts,
+                    );
+                }
+                multiply::<F>(held, acc, kk, set, layouts);
+            }
+        }
+    }
+}
+
+/// Trip `trip`'s share (of `trips`) of a unit's copies of `run` (A's where `is_a`, else B's),
+/// into the stage at `stage_base`: the next ones.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+// `%` is what the kernel language has.
+#[allow(clippy::manual_is_multiple_of)]
+fn copy_trip<F: Float>(
+    src: &Array<F>,
+    plan: &CopyPlan,
+    run: &mut PieceRun,
+    tile: &mut SharedMemory<F>,
+    stage_base: u32,
+    trip: u32,
+    #[comptime] trips: u32,
+    #[comptime] config: PipelinedConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] is_a: bool,
+    #[comptime] asynchronous: bool,
+) {
+    let (tile_a, tile_b) = comptime!(config.tiles(layouts));
+    let staged = comptime!(if is_a { tile_a } else { tile_b });
+    let units = comptime!(config.units());
+    let count = comptime!(copies_per_unit(staged, units));
+    if comptime!(count % trips == 0) {
+        copy_run::<F>(
+            src, plan, run, tile, stage_base, comptime!(count / trips), staged, units,
+            !asynchronous,
+        );
+    } else {
+        // Fewer copies than trips (`valid`: a divisor of them): one every few trips.
+        if trip % comptime!(trips / count) == 0 {
+            copy_run::<F>(src, plan, run, tile, stage_base, 1u32, staged, units, !asynchronous);
+        }
+    }
+}
+
+/// A unit's copies of K tile `t` of A (`is_a`) or B along its plan into the stage at
+/// `stage_base` ([`PieceRun`]), bounded by the operand's edges and the slab's end (past them
+/// zero-filled, so that a tile past the end reads nothing).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn tile_run(
+    plan: &CopyPlan,
+    dims: &Dims,
+    row0: u32,
+    col0: u32,
+    t: u32,
+    stage_base: u32,
+    #[comptime] config: PipelinedConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] is_a: bool,
+) -> PieceRun {
+    let (tile_a, tile_b) = comptime!(config.tiles(layouts));
+    let staged = comptime!(if is_a { tile_a } else { tile_b });
+    let k0 = dims.k_begin + t * comptime!(config.bk);
+    // Where the stored rows and the chunks along them run, and end: A's rows and K (K and M,
+    // column-major), B's K and N (N and K).
+    let (corner, end) = if comptime!(is_a) {
+        (row0, dims.m)
+    } else {
+        (col0, dims.n)
+    };
+    if comptime!(is_a != staged.by_cols) {
+        piece_run(plan, t, stage_base, corner, end, k0, dims.k_end, staged)
+    } else {
+        piece_run(plan, t, stage_base, k0, dims.k_end, corner, end, staged)
+    }
+}
+
+/// How [`stage_pair`] stages this kernel's tiles.
+fn staging(
+    config: PipelinedConfig,
+    layouts: Layouts,
+    width_a: u32,
+    width_b: u32,
+    asynchronous: bool,
+) -> PairStaging {
+    let (tile_a, tile_b) = config.tiles(layouts);
+    PairStaging {
+        tile_a,
+        tile_b,
+        block: (config.bm, config.bn, config.bk),
+        units: config.units(),
+        widths: (width_a, width_b),
+        emulate: !asynchronous,
+        rolled_plans: false,
+        rolled_bounded: asynchronous,
+    }
+}
+
+/// A unit's 16-byte copies of one operand's tile.
+const fn copies_per_unit(staged: StagedTile, units: u32) -> u32 {
+    staged.rows * staged.swizzle.chunks / units
 }
 
 /// Writes α·acc + β·C to columns `col .. col + 4` of row `row` of C (inside C by the caller's
@@ -814,9 +1061,9 @@ impl Rung for Pipelined {
     }
 
     fn shape(c: &PipelinedConfig, problem: &Problem) -> LaunchShape {
-        // The barriers and the arrays' 128-byte alignment take 128 bytes more. Where
-        // `compute_tile` is a loop, a tile of BK is BK / 4 + 1 trips at most (with the K
-        // loop's), so a slab of LOOP_TRIP_LIMIT · 4 elements of K stays under 65535 trips.
+        // The barriers and the arrays' 128-byte alignment take 128 bytes more. A tile of BK is
+        // BK / (4 · PER_TRIP) + 1 trips (with the K loop's), under BK / 4, so a slab of
+        // LOOP_TRIP_LIMIT · 4 elements of K stays under 65535 trips.
         super::block_tiled_shape(
             problem,
             [c.bn, c.bm],

@@ -60,11 +60,15 @@ pub fn loop_fma_floor(config: &Config, precision: Precision) -> Option<f64> {
         // measured): 5 points under the vectorized rung's, because the loop also holds the
         // next tile's loads from global memory, with their edge checks, which the FMAs overlap.
         Config::Warptile(c) => (c.per_unit() >= 64 && f32).then_some(75.0),
-        // ≥ 87% in the interior loop on sm_90 (87.5% measured: a trip of two K steps, 512
-        // FFMA, 32 shared loads and 41 address and loop instructions). Fully unrolled tiles
-        // gave 91%, in 136 s of NVRTC and 219 registers (now 2.9 s and 142): the compile time
-        // a first call would wait on.
-        Config::Pipelined(_) => f32.then_some(87.0),
+        // ≥ 80% in the main loop on sm_80 and sm_90 (81% measured): a trip of two chunks of
+        // four K, 512 FFMA and 32 shared loads, that also holds a quarter of the tile's
+        // copies (two 16-byte cp.async with their bounds, 35 instructions) and, on a tile's
+        // last trip, its commit, wait and barrier. Before the copies and the barrier moved
+        // into the loop it showed 87.5% with 41 address and loop instructions, but each tile
+        // then ran a ~110-instruction stretch without an FFMA around its barrier outside the
+        // loop: over a tile, ~2450 instructions then against ~2490 now (82–84% FFMA either
+        // way). Four chunks a trip give 85% in 8 s of NVRTC.
+        Config::Pipelined(_) => f32.then_some(80.0),
         _ => None,
     }
 }
@@ -75,6 +79,19 @@ pub fn loop_fma_floor(config: &Config, precision: Precision) -> Option<f64> {
 pub fn min_fma_per_shared_load(config: &Config, precision: Precision) -> Option<f64> {
     match config {
         Config::Pipelined(_) => (precision == Precision::F32).then_some(16.0),
+        _ => None,
+    }
+}
+
+/// Where set, the longest run of an FMA loop without an FMA (in NVIDIA SASS for `precision`,
+/// on [`SCHEDULE_ARCHS`]), which must then also hold the cube barrier: the pipelined rung's
+/// schedule, CUTLASS's sm80 multistage one (fragments carried across chunks and tiles, copies
+/// between the FMAs, the barrier before a tile's last K). Its runs are 16–23 instructions
+/// (the barrier's wait and commit, on the tile's last trip); about 110 with the fragments
+/// loaded after the barrier and the copies issued there.
+pub fn fma_loop_max_idle_run(config: &Config, precision: Precision) -> Option<u32> {
+    match config {
+        Config::Pipelined(_) => (precision == Precision::F32).then_some(24),
         _ => None,
     }
 }

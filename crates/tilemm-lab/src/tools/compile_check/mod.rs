@@ -161,7 +161,8 @@ impl ResourceUsage {
         failures
     }
 
-    /// [`ResourceUsage::main_loop_failures`] of an FMA loop's shared loads.
+    /// [`ResourceUsage::main_loop_failures`] of an FMA loop: its shared loads, and its schedule
+    /// ([`criteria::fma_loop_max_idle_run`]).
     fn shared_load_failures(&self) -> Vec<String> {
         let Some(least) = criteria::min_fma_per_shared_load(&self.plan.config, self.precision)
         else {
@@ -183,6 +184,19 @@ impl ResourceUsage {
                 "{} FMAs per shared load (< {least})",
                 r.map_or("no shared loads, so no".into(), |r| format!("{r:.1}")),
             )),
+        }
+        let schedule = criteria::fma_loop_max_idle_run(&self.plan.config, self.precision)
+            .filter(|_| criteria::SCHEDULE_ARCHS.contains(&self.arch.as_str()));
+        if let Some(most) = schedule {
+            if mix.longest_idle_run > most {
+                failures.push(format!(
+                    "{} instructions in a row without an FMA (> {most})",
+                    mix.longest_idle_run
+                ));
+            }
+            if mix.barriers == 0 {
+                failures.push("no barrier in the main loop, where the FMAs cover it".to_string());
+            }
         }
         failures
     }

@@ -475,6 +475,115 @@ pub(crate) fn copy_tile<F: Float>(
     }
 }
 
+/// Where a unit's next copy of one K tile of an operand along its [`CopyPlan`] stands, bounded:
+/// its buffer index and stage offset, its stored row in the tile and in the operand, where
+/// stored rows end, and how many elements of its chunk lie before the end along the rows
+/// (every piece of the unit is in the same chunk column). Computed once per tile and moved
+/// along by [`copy_run`], so that a loop that spreads the pieces over its trips pays a few
+/// instructions per piece.
+#[derive(CubeType, Clone, Copy)]
+pub(crate) struct PieceRun {
+    index: u32,
+    offset: u32,
+    row: u32,
+    outer: u32,
+    outer_end: u32,
+    along_valid: u32,
+}
+
+/// The [`PieceRun`] of K tile `t` along `plan` into the stage at `stage_base`, at the unit's
+/// first piece: the tile's first stored row lies at `outer0` of the operand and its first
+/// chunk at `along0`; stored rows end at `outer_end`, chunks at `along_end`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn piece_run(
+    plan: &CopyPlan,
+    t: u32,
+    stage_base: u32,
+    outer0: u32,
+    outer_end: u32,
+    along0: u32,
+    along_end: u32,
+    #[comptime] staged: StagedTile,
+) -> PieceRun {
+    let per_chunk = comptime!(staged.per_chunk);
+    let along = along0 + plan.chunk * per_chunk;
+    let mut along_valid = 0u32;
+    if along < along_end {
+        along_valid = (along_end - along).min(per_chunk);
+    }
+    PieceRun {
+        index: plan.first as u32 + t * plan.step_tile as u32,
+        offset: stage_base + swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk,
+        row: plan.row,
+        outer: outer0 + plan.row,
+        outer_end,
+        along_valid,
+    }
+}
+
+/// Copies the next `count` of the unit's pieces of `run` into the stage at `stage_base`, and
+/// moves `run` past them: a piece whose stored row lies at or past the end reads nothing, one
+/// whose chunk runs past the end along the rows reads only the elements before it, and the
+/// rest of each 16-byte chunk is zero-filled. No branch, so that the copies interleave with a
+/// loop's other work, in edge blocks and interior ones alike.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_run<F: Float>(
+    src: &Array<F>,
+    plan: &CopyPlan,
+    run: &mut PieceRun,
+    tile: &mut SharedMemory<F>,
+    stage_base: u32,
+    #[comptime] count: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+    #[comptime] emulate: bool,
+) {
+    let per_chunk = comptime!(staged.per_chunk);
+    let chunks = comptime!(staged.swizzle.chunks);
+    let rows_apart = comptime!(units / chunks);
+    let period = comptime!(staged.swizzle.period());
+    let offset_apart = comptime!(rows_apart * staged.swizzle.stride * per_chunk);
+    let step = plan.step_piece as u32;
+    #[unroll]
+    for p in 0..count {
+        let index = run.index + p * step;
+        // Pieces a multiple of the swizzle's period apart (every registered configuration)
+        // lie a constant apart in the stage.
+        let offset = if comptime!(rows_apart % period == 0) {
+            run.offset + comptime!(p * offset_apart)
+        } else {
+            swizzled(
+                run.row + comptime!(p * rows_apart),
+                plan.chunk,
+                staged.swizzle,
+            ) * per_chunk
+                + stage_base
+        };
+        let valid = select(
+            run.outer + comptime!(p * rows_apart) < run.outer_end,
+            run.along_valid,
+            0u32,
+        );
+        transfer::<F>(
+            src,
+            index as usize,
+            valid,
+            tile,
+            offset,
+            per_chunk,
+            true,
+            emulate,
+            false,
+        );
+    }
+    run.index += comptime!(count) * step;
+    run.offset += comptime!(count * offset_apart);
+    run.row += comptime!(count * rows_apart);
+    run.outer += comptime!(count * rows_apart);
+}
+
 /// The widest piece (in elements: a whole 16-byte chunk, else 1) operand `d` can be copied in
 /// along its contiguous axis: every chunk of a tile must start 16-byte aligned in the buffer.
 /// Tiles start at multiples of the chunk along that axis (K slabs at multiples of BK), so the
