@@ -280,6 +280,15 @@ fn contract_problems() -> Vec<(String, Problem)> {
         // Padded, offset views and a column-major C (computed as Cᵀ = BᵀAᵀ).
         let p = common::padded_views(precision);
         out.push((format!("padded views, column-major C, {precision}"), p));
+        // Aligned padded views: 16-byte copies, the last of each row in part.
+        for k_contiguous in [true, false] {
+            let p = common::aligned_padded_views(precision, k_contiguous);
+            let along = if k_contiguous { "K" } else { "M and N" };
+            out.push((
+                format!("aligned padded views, chunks along {along}, {precision}"),
+                p,
+            ));
+        }
     }
     out
 }

@@ -109,3 +109,29 @@ pub fn padded_views(precision: Precision) -> Problem {
     c.offset = 1;
     Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap()
 }
+
+/// Padded views that stay 16-byte aligned (offsets and strides multiples of 8 elements), with
+/// M, N and K not multiples of a 16-byte chunk: the rungs that copy aligned operands in
+/// 16-byte pieces copy the last piece of each row in part. `k_contiguous`: A row-major and B
+/// column-major (the chunks run along K, the last one partly past K); else A column-major
+/// and B row-major (they run along M and N).
+pub fn aligned_padded_views(precision: Precision, k_contiguous: bool) -> Problem {
+    let (m, k, n) = (37, 29, 23);
+    let (a, b) = if k_contiguous {
+        let mut a = MatrixDesc::row_major(m, k);
+        a.row_stride = 32;
+        a.offset = 8;
+        let mut b = MatrixDesc::col_major(k, n);
+        b.col_stride = 32;
+        (a, b)
+    } else {
+        let mut a = MatrixDesc::col_major(m, k);
+        a.col_stride = 40;
+        let mut b = MatrixDesc::row_major(k, n);
+        b.row_stride = 24;
+        b.offset = 16;
+        (a, b)
+    };
+    let c = MatrixDesc::row_major(m, n);
+    Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap()
+}
