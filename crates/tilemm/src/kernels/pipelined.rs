@@ -20,7 +20,7 @@
 //!   time: an operand stored with K contiguous (A row-major, B column-major) one 4-vector per
 //!   row or column of its micro-tile; one stored the other way, one 4-vector of rows or
 //!   columns per K. Either way 8 + 8 loads of 128 bits feed 256 FMAs (16:1), in registers
-//!   double-buffered across chunks and K ([`Held`]).
+//!   double-buffered across chunks and K (`Held`).
 //! - **Conflict-free shared memory.** A unit's rows of C (columns) are 4-vectors 4 rows apart
 //!   from the next lane's where A (B) is stored with M (N) contiguous: a load reads 8 (4)
 //!   consecutive chunks of one row. Where an operand is stored with K contiguous, the unit's
@@ -40,11 +40,10 @@ use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 use serde::Serialize;
 
-use super::common::args::{at, Dims, Layouts, View, GemmArgs};
+use super::common::args::{at, Dims, GemmArgs, Layouts, View};
 use super::common::async_copy::{
-    copy_plan, copy_run, copy_width, piece_run, stage_pair, store_width, CopyPlan, PairStaging,
-    PieceRun, Share, StagedTile,
-    Swizzle,
+    copy_plan, copy_run, copy_width, drain_past_end, piece_run, stage_pair, store_width,
+    CopyPlan, PairStaging, PieceRun, Share, StagedTile, Swizzle,
 };
 use super::{Compiler, LaunchShape, Rung};
 use crate::problem::{Precision, Problem};
@@ -147,7 +146,8 @@ impl PipelinedConfig {
             a_by_cols: false,
             b_by_cols: true,
         });
-        let within_mask = self.stages * a.elements() <= 1 << 16 && self.stages * b.elements() <= 1 << 16;
+        let within_mask =
+            self.stages * a.elements() <= 1 << 16 && self.stages * b.elements() <= 1 << 16;
         let tiles_fit = [false, true].iter().all(|&by_cols| {
             let (ta, tb) = self.tiles(Layouts {
                 a_by_cols: by_cols,
@@ -640,8 +640,10 @@ fn k_loop<F: Float>(
         if s < tiles {
             if comptime!(width_a > 1 && width_b > 1) {
                 let (base_a, base_b) = comptime!((s * stage_a, s * stage_b));
-                let mut run_a = tile_run(plan_a, dims, row0, col0, s, base_a, config, layouts, true);
-                let mut run_b = tile_run(plan_b, dims, row0, col0, s, base_b, config, layouts, false);
+                let mut run_a =
+                    tile_run(plan_a, dims, row0, col0, s, base_a, config, layouts, true);
+                let mut run_b =
+                    tile_run(plan_b, dims, row0, col0, s, base_b, config, layouts, false);
                 copy_trip::<F>(
                     a, plan_a, &mut run_a, shared_a, base_a, 0u32, 1u32, config, layouts, true,
                     asynchronous,
@@ -699,6 +701,7 @@ fn k_loop<F: Float>(
                 }
             }
         }
+        drain_past_end(full, tiles, stages);
     } else {
         let mut stage = 0u32;
         for t in 0..tiles {

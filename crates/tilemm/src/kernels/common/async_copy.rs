@@ -4,7 +4,7 @@
 //! into a layout whose chunks are XORed with the row ([`Swizzle`]), so that `ldmatrix` reads
 //! and the copies' writes fall in distinct bank groups. The mma and pipelined rungs stage so.
 
-use cubecl::prelude::barrier::{copy_async, copy_async_checked};
+use cubecl::prelude::barrier::{copy_async, copy_async_checked, Barrier};
 use cubecl::prelude::*;
 use serde::Serialize;
 
@@ -582,6 +582,31 @@ pub(crate) fn copy_run<F: Float>(
     run.offset += comptime!(count * offset_apart);
     run.row += comptime!(count * rows_apart);
     run.outer += comptime!(count * rows_apart);
+}
+
+/// Waits, after a pipeline's K loop over `tiles` tiles with one barrier per stage (of
+/// `stages`), for the tiles past the slab's end that it fetched anyway: each tile t fetched
+/// tile t + STAGES − 1, zero-filled past the end, so tiles `max(tiles, STAGES − 1)` to
+/// `tiles + STAGES − 2` (the prologue fetched only tiles inside the slab), at most one per
+/// barrier, phase tile / STAGES. Their copies would otherwise still be writing shared memory
+/// as the cube moves on (CUTLASS drains its mainloop's the same way, `cp_async_wait<0>`).
+#[cube]
+pub(crate) fn drain_past_end(
+    full: &Sequence<Shared<Barrier>>,
+    tiles: u32,
+    #[comptime] stages: u32,
+) {
+    let first = tiles.max(comptime!(stages - 1));
+    let last = tiles + comptime!(stages - 2);
+    #[unroll]
+    for b in 0..stages {
+        // The tile from `first` on that stage `b` holds.
+        let tile = first + (b + stages - first % stages) % stages;
+        if tile <= last {
+            full.index(comptime!(b as usize))
+                .wait_parity((tile / stages) % 2);
+        }
+    }
 }
 
 /// The widest piece (in elements: a whole 16-byte chunk, else 1) operand `d` can be copied in
