@@ -158,7 +158,7 @@ impl PipelinedConfig {
                 units.is_multiple_of(chunks) && (t.rows * chunks).is_multiple_of(units)
             })
         });
-        // Each trip of a tile issues an equal share of a unit's copies (see `copy_share`).
+        // Each trip of a tile issues an equal share of a unit's copies (see `copy_trip`).
         let copies_spread = [false, true].iter().all(|&by_cols| {
             let (ta, tb) = self.tiles(Layouts {
                 a_by_cols: by_cols,
@@ -641,9 +641,9 @@ fn k_loop<F: Float>(
             if comptime!(width_a > 1 && width_b > 1) {
                 let (base_a, base_b) = comptime!((s * stage_a, s * stage_b));
                 let mut run_a =
-                    tile_run(plan_a, dims, row0, col0, s, base_a, config, layouts, true);
+                    tile_run(plan_a, dims, row0, col0, s, tiles, base_a, config, layouts, true);
                 let mut run_b =
-                    tile_run(plan_b, dims, row0, col0, s, base_b, config, layouts, false);
+                    tile_run(plan_b, dims, row0, col0, s, tiles, base_b, config, layouts, false);
                 copy_trip::<F>(
                     a, plan_a, &mut run_a, shared_a, base_a, 0u32, 1u32, config, layouts, true,
                     asynchronous,
@@ -785,8 +785,12 @@ fn k_tile<F: Float>(
             );
         }
     }
-    let mut run_a = tile_run(plan_a, dims, row0, col0, fetched, refill_a, config, layouts, true);
-    let mut run_b = tile_run(plan_b, dims, row0, col0, fetched, refill_b, config, layouts, false);
+    let mut run_a = tile_run(
+        plan_a, dims, row0, col0, fetched, tiles, refill_a, config, layouts, true,
+    );
+    let mut run_b = tile_run(
+        plan_b, dims, row0, col0, fetched, tiles, refill_b, config, layouts, false,
+    );
     for trip in 0..trips {
         if comptime!(chunked) {
             copy_trip::<F>(
@@ -892,7 +896,8 @@ fn copy_trip<F: Float>(
 
 /// A unit's copies of K tile `t` of A (`is_a`) or B along its plan into the stage at
 /// `stage_base` ([`PieceRun`]), bounded by the operand's edges and the slab's end (past them
-/// zero-filled, so that a tile past the end reads nothing).
+/// zero-filled). A tile past the end (`t` ≥ `tiles`) reads nothing: its K coordinates may
+/// have wrapped past 2³², so its end along K is taken as 0 rather than compared.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn tile_run(
@@ -901,6 +906,7 @@ fn tile_run(
     row0: u32,
     col0: u32,
     t: u32,
+    tiles: u32,
     stage_base: u32,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
@@ -909,6 +915,7 @@ fn tile_run(
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
     let staged = comptime!(if is_a { tile_a } else { tile_b });
     let k0 = dims.k_begin + t * comptime!(config.bk);
+    let k_end = select(t < tiles, dims.k_end, 0u32);
     // Where the stored rows and the chunks along them run, and end: A's rows and K (K and M,
     // column-major), B's K and N (N and K).
     let (corner, end) = if comptime!(is_a) {
@@ -917,9 +924,9 @@ fn tile_run(
         (col0, dims.n)
     };
     if comptime!(is_a != staged.by_cols) {
-        piece_run(plan, t, stage_base, corner, end, k0, dims.k_end, staged)
+        piece_run(plan, t, stage_base, corner, end, k0, k_end, staged)
     } else {
-        piece_run(plan, t, stage_base, k0, dims.k_end, corner, end, staged)
+        piece_run(plan, t, stage_base, k0, k_end, corner, end, staged)
     }
 }
 

@@ -60,7 +60,7 @@ pub fn loop_fma_floor(config: &Config, precision: Precision) -> Option<f64> {
         // measured): 5 points under the vectorized rung's, because the loop also holds the
         // next tile's loads from global memory, with their edge checks, which the FMAs overlap.
         Config::Warptile(c) => (c.per_unit() >= 64 && f32).then_some(75.0),
-        // ≥ 80% in the main loop on sm_80 and sm_90 (81% measured): a trip of two chunks of
+        // ≥ 80% in the main loop on sm_80 and sm_90 (81–82% measured): a trip of two chunks of
         // four K, 512 FFMA and 32 shared loads, that also holds a quarter of the tile's
         // copies (two 16-byte cp.async with their bounds, 35 instructions) and, on a tile's
         // last trip, its commit, wait and barrier. Before the copies and the barrier moved
