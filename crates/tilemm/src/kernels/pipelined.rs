@@ -166,7 +166,7 @@ impl PipelinedConfig {
             });
             [ta, tb].iter().all(|&t| {
                 let (count, trips) = (copies_per_unit(t, units), BK / VECTOR / PER_TRIP);
-                count > 0 && (count.is_multiple_of(trips) || trips.is_multiple_of(count))
+                count > 0 && count.is_multiple_of(trips)
             })
         });
         self.bk == BK
@@ -645,11 +645,11 @@ fn k_loop<F: Float>(
                 let mut run_b =
                     tile_run(plan_b, dims, row0, col0, s, tiles, base_b, config, layouts, false);
                 copy_trip::<F>(
-                    a, plan_a, &mut run_a, shared_a, base_a, 0u32, 1u32, config, layouts, true,
+                    a, plan_a, &mut run_a, shared_a, base_a, 1u32, config, layouts, true,
                     asynchronous,
                 );
                 copy_trip::<F>(
-                    b, plan_b, &mut run_b, shared_b, base_b, 0u32, 1u32, config, layouts, false,
+                    b, plan_b, &mut run_b, shared_b, base_b, 1u32, config, layouts, false,
                     asynchronous,
                 );
             } else {
@@ -794,11 +794,11 @@ fn k_tile<F: Float>(
     for trip in 0..trips {
         if comptime!(chunked) {
             copy_trip::<F>(
-                a, plan_a, &mut run_a, shared_a, refill_a, trip, trips, config, layouts, true,
+                a, plan_a, &mut run_a, shared_a, refill_a, trips, config, layouts, true,
                 asynchronous,
             );
             copy_trip::<F>(
-                b, plan_b, &mut run_b, shared_b, refill_b, trip, trips, config, layouts, false,
+                b, plan_b, &mut run_b, shared_b, refill_b, trips, config, layouts, false,
                 asynchronous,
             );
         }
@@ -858,19 +858,16 @@ fn k_tile<F: Float>(
     }
 }
 
-/// Trip `trip`'s share (of `trips`) of a unit's copies of `run` (A's where `is_a`, else B's),
-/// into the stage at `stage_base`: the next ones.
+/// One trip's share (of `trips`) of a unit's copies of `run` (A's where `is_a`, else B's), into
+/// the stage at `stage_base`: the next ones.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-// `%` is what the kernel language has.
-#[allow(clippy::manual_is_multiple_of)]
 fn copy_trip<F: Float>(
     src: &Array<F>,
     plan: &CopyPlan,
     run: &mut PieceRun,
     tile: &mut SharedMemory<F>,
     stage_base: u32,
-    trip: u32,
     #[comptime] trips: u32,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
@@ -881,17 +878,9 @@ fn copy_trip<F: Float>(
     let staged = comptime!(if is_a { tile_a } else { tile_b });
     let units = comptime!(config.units());
     let count = comptime!(copies_per_unit(staged, units));
-    if comptime!(count % trips == 0) {
-        copy_run::<F>(
-            src, plan, run, tile, stage_base, comptime!(count / trips), staged, units,
-            !asynchronous,
-        );
-    } else {
-        // Fewer copies than trips (`valid`: a divisor of them): one every few trips.
-        if trip % comptime!(trips / count) == 0 {
-            copy_run::<F>(src, plan, run, tile, stage_base, 1u32, staged, units, !asynchronous);
-        }
-    }
+    copy_run::<F>(
+        src, plan, run, tile, stage_base, comptime!(count / trips), staged, units, !asynchronous,
+    );
 }
 
 /// A unit's copies of K tile `t` of A (`is_a`) or B along its plan into the stage at

@@ -431,6 +431,30 @@ pub(crate) fn copy_plan(
     }
 }
 
+/// Where a unit's piece `q` after the one at stored row `row` (chunk `chunk`, at `offset` of the
+/// stage) lies in the stage at `stage_base`: pieces lie `units / chunks` rows apart, a constant
+/// apart in the stage where that is a multiple of the swizzle's period (every registered
+/// configuration), else each placed by the swizzle.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn piece_offset(
+    offset: u32,
+    row: u32,
+    chunk: u32,
+    q: u32,
+    stage_base: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] units: u32,
+) -> u32 {
+    let per_chunk = comptime!(staged.per_chunk);
+    let rows_apart = comptime!(units / staged.swizzle.chunks);
+    if comptime!(rows_apart % staged.swizzle.period() == 0) {
+        offset + q * comptime!(rows_apart * staged.swizzle.stride * per_chunk)
+    } else {
+        swizzled(row + q * rows_apart, chunk, staged.swizzle) * per_chunk + stage_base
+    }
+}
+
 /// Copies K tile `t` of an operand into the stage at `stage_base` along `plan`: one 16-byte
 /// `cp.async` per piece, no bounds (the fast path's tiles are whole). Where a unit's pieces
 /// lie a multiple of the swizzle's period apart (every registered configuration), the stage
@@ -456,18 +480,20 @@ pub(crate) fn copy_tile<F: Float>(
     let chunks = comptime!(staged.swizzle.chunks);
     let pieces = comptime!(staged.rows * chunks);
     let (from, to) = comptime!(share.range(pieces / units));
-    let rows_apart = comptime!(units / chunks);
-    let period = comptime!(staged.swizzle.period());
     let base = plan.first + t as usize * plan.step_tile;
     let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
     #[unroll(!rolled)]
     for q in from..to {
         let index = base + q as usize * plan.step_piece;
-        let offset = if comptime!(rows_apart % period == 0) {
-            first + stage_base + q * comptime!(rows_apart * staged.swizzle.stride * per_chunk)
-        } else {
-            swizzled(plan.row + q * rows_apart, plan.chunk, staged.swizzle) * per_chunk + stage_base
-        };
+        let offset = piece_offset(
+            first + stage_base,
+            plan.row,
+            plan.chunk,
+            q,
+            stage_base,
+            staged,
+            units,
+        );
         let valid = select(live || !comptime!(guarded), per_chunk, 0u32);
         transfer::<F>(
             src, index, valid, tile, offset, per_chunk, guarded, emulate, rolled,
@@ -543,24 +569,14 @@ pub(crate) fn copy_run<F: Float>(
     let per_chunk = comptime!(staged.per_chunk);
     let chunks = comptime!(staged.swizzle.chunks);
     let rows_apart = comptime!(units / chunks);
-    let period = comptime!(staged.swizzle.period());
     let offset_apart = comptime!(rows_apart * staged.swizzle.stride * per_chunk);
     let step = plan.step_piece as u32;
     #[unroll]
     for p in 0..count {
         let index = run.index + p * step;
-        // Pieces a multiple of the swizzle's period apart (every registered configuration)
-        // lie a constant apart in the stage.
-        let offset = if comptime!(rows_apart % period == 0) {
-            run.offset + comptime!(p * offset_apart)
-        } else {
-            swizzled(
-                run.row + comptime!(p * rows_apart),
-                plan.chunk,
-                staged.swizzle,
-            ) * per_chunk
-                + stage_base
-        };
+        let offset = piece_offset(
+            run.offset, run.row, plan.chunk, p, stage_base, staged, units,
+        );
         let valid = select(
             run.outer + comptime!(p * rows_apart) < run.outer_end,
             run.along_valid,
