@@ -336,9 +336,9 @@ pub(crate) struct CompileCheckArgs {
     /// Tile sizes, comma-separated: short for `RUNG:tpb=T` settings.
     #[arg(long, value_delimiter = ',')]
     pub(crate) tpb: Vec<u32>,
-    /// Element types, comma-separated, each in its own precision (f16 and bf16 accumulate in
-    /// f32).
-    #[arg(long, value_delimiter = ',', default_value = "f32,f16,bf16,f64")]
+    /// Element types, comma-separated, each in its own precision (f16, bf16 and tf32
+    /// accumulate in f32).
+    #[arg(long, value_delimiter = ',', default_value = "f32,f16,bf16,tf32,f64")]
     pub(crate) dtypes: Vec<DType>,
     /// A directory holding cuda_runtime.h (default: CUDA_PATH, /usr/local/cuda, or the PyPI
     /// wheel next to libnvrtc on LD_LIBRARY_PATH).

@@ -10,8 +10,10 @@
 //! `cp.async` as the PTX ISA defines them, through shared memory. Here it must give exact
 //! products on integers, and stay within the bound and the precision limit on random data,
 //! over edge shapes, whole interior blocks, transposes (`ldmatrix.trans`), batches, α/β and
-//! padded, unaligned views. On lavapipe before Mesa 26 the emulation is compiled for minutes:
-//! there it runs only with `TILEMM_EXPECT_MATRIX_UNITS` set, as in CI's Mesa 26 step.
+//! padded, unaligned views; and in tf32 (`mma.m16n8k8`, its inputs truncated as the units
+//! truncate them), with `ldmatrix` where K is contiguous and 32-bit loads where it is not. On
+//! lavapipe before Mesa 26 the emulation is compiled for minutes: there it runs only with
+//! `TILEMM_EXPECT_MATRIX_UNITS` set, as in CI's Mesa 26 step.
 
 mod common;
 
@@ -56,11 +58,22 @@ fn shape(m: usize, k: usize, n: usize) -> Shape {
 /// The contract, with as few kernel variants as cover it (each is a JIT compile on lavapipe):
 /// whole interior blocks beside edge blocks (the fast path's copy plans and the bounded path)
 /// with a broadcast batch and α/β; unaligned edges (element-wise staging, C by elements); A
-/// and B stored the other way (`ldmatrix.trans` swaps), C in f16; padded views with a
-/// column-major C.
-fn contract() -> Vec<(String, Problem)> {
-    let f16_out = |s: Shape| Shape {
-        precision: f16_in(DType::F16),
+/// and B stored the other way (`ldmatrix.trans` swaps; for tf32, 32-bit loads), C in the
+/// input type; padded views with a column-major C. `input`: f16, or tf32 (f32 data, C in
+/// f32, tf32's only output).
+fn contract_in(input: DType) -> Vec<(String, Problem)> {
+    let precision = |output| Precision::new(input, output).unwrap();
+    let out = if input == DType::TF32 {
+        DType::F32
+    } else {
+        input
+    };
+    let shape = |m, k, n| Shape {
+        precision: precision(DType::F32),
+        ..Shape::new(m, k, n)
+    };
+    let own_out = |s: Shape| Shape {
+        precision: precision(out),
         ..s
     };
     [
@@ -86,20 +99,25 @@ fn contract() -> Vec<(String, Problem)> {
             },
         ),
         (
-            "trans-b 70×48×72, C in f16",
-            f16_out(Shape {
+            "trans-b 70×48×72, C in the input type",
+            own_out(Shape {
                 trans_b: true,
                 ..shape(70, 48, 72)
             }),
         ),
     ]
     .into_iter()
-    .map(|(name, s)| (name.to_string(), s.problem().unwrap()))
+    .map(|(name, s)| (format!("{input} {name}"), s.problem().unwrap()))
     .chain([(
-        "padded views, column-major C".to_string(),
-        common::padded_views(f16_in(DType::F32)),
+        format!("{input} padded views, column-major C"),
+        common::padded_views(precision(DType::F32)),
     )])
     .collect()
+}
+
+/// The contract in f16.
+fn contract() -> Vec<(String, Problem)> {
+    contract_in(DType::F16)
 }
 
 /// Integers exact, random data within the bound and the precision limit.
@@ -144,12 +162,6 @@ fn check(plan: &Plan, name: &str, p: &Problem, rng: &mut StdRng) {
 #[test]
 fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_elsewhere() {
     let info = gpu().info();
-    let probe = Shape {
-        precision: f16_in(DType::F32),
-        ..Shape::new(64, 64, 64)
-    }
-    .problem()
-    .unwrap();
     if info.copy_async && !info.register_mma.is_empty() {
         // An NVIDIA GPU from sm_80 on (TILEMM_TEST_BACKEND=cuda, scripts/gpu-check): the real
         // kernel, every registered configuration, over the contract and in bf16.
@@ -167,28 +179,56 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
         // The whole contract in the default configuration and the BK = 64 one of the same
         // block; in the others, the problems their schedule changes (whole blocks beside edge
         // ones, whole groups of stages) and bf16: each problem is a JIT compile of 4–9 s.
+        // tf32: the whole contract in tf32's own 128×128 configuration, its first problem in
+        // the others.
         let contract = contract();
+        let tf32_contract = contract_in(DType::TF32);
         for config in Kernel::Mma.configs() {
             let plan = Plan::new(config);
             let Config::Mma(c) = config else {
                 unreachable!()
             };
-            let whole = c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3);
-            for (i, (name, p)) in contract.iter().enumerate() {
-                if whole || i == 0 || i == 2 {
-                    check(&plan, name, p, &mut rng);
+            if c.valid_for(2) {
+                let whole = c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3);
+                for (i, (name, p)) in contract.iter().enumerate() {
+                    if whole || i == 0 || i == 2 {
+                        check(&plan, name, p, &mut rng);
+                    }
+                }
+                check(&plan, "bf16 300×520×260, C in f32", &bf16_f32, &mut rng);
+                if whole {
+                    check(&plan, "bf16 300×520×260", &bf16, &mut rng);
                 }
             }
-            check(&plan, "bf16 300×520×260, C in f32", &bf16_f32, &mut rng);
-            if whole {
-                check(&plan, "bf16 300×520×260", &bf16, &mut rng);
+            // tf32: every configuration of BK up to 32 but the split ones (`computes`).
+            let tf32_whole = (c.bm, c.bn, c.bk) == (128, 128, 16);
+            for (i, (name, p)) in tf32_contract.iter().enumerate() {
+                if c.bk <= 32 && c.split == 1 && (tf32_whole || i == 0) {
+                    check(&plan, name, p, &mut rng);
+                }
             }
         }
         return;
     }
     println!("branch taken: no mma.sync on {}: refusals", info.name);
     for config in Kernel::Mma.configs() {
+        let Config::Mma(c) = config else {
+            unreachable!()
+        };
+        // Each in an input type it computes: f16, or tf32 for tf32's own.
+        let input = if c.valid_for(2) {
+            DType::F16
+        } else {
+            DType::TF32
+        };
+        let probe = Shape {
+            precision: Precision::new(input, DType::F32).unwrap(),
+            ..Shape::new(64, 64, 64)
+        }
+        .problem()
+        .unwrap();
         let err = Plan::new(config).check(&probe, info).unwrap_err();
+        // (tf32 is refused first for the device's want of tf32 units.)
         assert!(
             matches!(
                 err,
@@ -197,12 +237,15 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
                         | Unavailable::AsyncCopy
                         | Unavailable::PlaneWidth { .. },
                     ..
+                } | Error::TypeUnavailable {
+                    dtype: DType::TF32,
+                    ..
                 }
             ),
             "{config}: {err}"
         );
     }
-    // f32 is no input of the rung, anywhere.
+    // f32 is no input of the rung, anywhere (f32 data are multiplied as tf32 only when asked).
     let f32_probe = Problem::new(8, 8, 8).unwrap();
     for config in Kernel::Mma.configs() {
         assert!(
@@ -267,6 +310,20 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
     ] {
         for &i in which {
             let (name, p) = &contract[i];
+            check(&plan, name, p, &mut rng);
+        }
+    }
+    // tf32 (m16n8k8, emulated on f32), BK = 16: A row-major through `ldmatrix` and B
+    // row-major through 32-bit loads, with both paths and α/β; unaligned edges; A by columns
+    // (32-bit loads of both); B by columns (`ldmatrix` of both). Two warps along N: the 32-bit
+    // loads at a nonzero column origin, three stages.
+    let tf32 = contract_in(DType::TF32);
+    for (plan, which) in [
+        (emulated(64, 64, 16, 1, 1, 2, 1), [0, 1, 3, 4].as_slice()),
+        (emulated(32, 64, 16, 1, 2, 3, 1), [2].as_slice()),
+    ] {
+        for &i in which {
+            let (name, p) = &tf32[i];
             check(&plan, name, p, &mut rng);
         }
     }

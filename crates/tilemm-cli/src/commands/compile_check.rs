@@ -20,7 +20,7 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
             .iter()
             .flat_map(|k| k.configs())
             .filter(|c| {
-                criteria::matrix_loop_criteria(c).is_some()
+                criteria::matrix_loop_criteria(c, Precision::of(tilemm::DType::F16)).is_some()
                     || criteria::amd_matrix_loop_criteria(c).is_some()
             })
             .map(Plan::new)

@@ -63,6 +63,12 @@ pub trait Rung {
     fn computes(_config: &Self::Config, precision: Precision) -> bool {
         precision.input != crate::problem::DType::TF32
     }
+    /// Whether the configuration carries out matrix-unit instructions in ordinary arithmetic
+    /// (the mma rung's emulation, for tests): then tf32 needs no tf32 units of the device,
+    /// only its f32, on which the emulation rounds the inputs as the units do.
+    fn emulates_matrix_units(_config: &Self::Config) -> bool {
+        false
+    }
     /// Whether `device` can run the configuration on `problem` beyond its limits, the
     /// precisions it computes and its plane width (which [`crate::plan::check::runnable`]
     /// checks for every rung): the matrix units, instructions or types it is built on. Asked
@@ -479,6 +485,12 @@ macro_rules! registry {
             /// Whether it computes `precision` on any device (see [`Rung::computes`]).
             pub fn computes(&self, precision: Precision) -> bool {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::computes(c, precision),)* }
+            }
+
+            /// Whether it carries out matrix-unit instructions in ordinary arithmetic (see
+            /// [`Rung::emulates_matrix_units`]).
+            pub fn emulates_matrix_units(&self) -> bool {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::emulates_matrix_units(c),)* }
             }
 
             /// Whether `device` has what the rung is built on for `problem` (its own facts,

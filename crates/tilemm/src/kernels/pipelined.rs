@@ -42,7 +42,7 @@ use serde::Serialize;
 
 use super::common::args::{at, Dims, GemmArgs, Layouts, View};
 use super::common::async_copy::{
-    copy_plan, copy_run, copy_width, drain_past_end, piece_run, stage_pair, store_width,
+    copy_plan, copy_run, copy_width, drain_past_end, piece_run, stage_pair, store_width, within,
     CopyPlan, PairStaging, PieceRun, Share, StagedTile, Swizzle,
 };
 use super::{Compiler, LaunchShape, Rung};
@@ -381,14 +381,6 @@ fn load_k<F: Float>(
             }
         }
     }
-}
-
-/// `offset`, an element of the stages (under 2¹⁶ of them: `valid`), said so with a mask: the
-/// compiler then knows that adding a constant cannot wrap, and folds each load's constant
-/// into its address instead of keeping a register per offset.
-#[cube]
-fn within(offset: u32) -> u32 {
-    offset & 0xffff
 }
 
 /// Four consecutive elements of `tile` from `offset`, a multiple of 4 (one 128-bit load where

@@ -8,7 +8,7 @@ use crate::error::{Error, Result, Unavailable};
 use crate::host::format_bytes;
 use crate::kernels::Config;
 use crate::plan::{device_bytes, Launches, Plan};
-use crate::problem::{MatrixDesc, Problem};
+use crate::problem::{DType, MatrixDesc, Precision, Problem};
 
 /// Whether `device` can run `config` on problems of `problem`'s precision and layouts,
 /// whatever their sizes: the rung computes the precision, finds the instructions or matrix
@@ -105,7 +105,13 @@ pub fn check(plan: &Plan, problem: &Problem, device: &DeviceInfo) -> Result<Laun
         limit,
         device: device.name.clone(),
     };
-    device.types.check(problem.precision, &device.name)?;
+    // An emulation of matrix units multiplies tf32 in f32 arithmetic, which every device has.
+    let types = if plan.config.emulates_matrix_units() && problem.precision.input == DType::TF32 {
+        Precision::F32
+    } else {
+        problem.precision
+    };
+    device.types.check(types, &device.name)?;
     runnable(&plan.config, problem, device).map_err(|why| Error::KernelUnavailable {
         kernel: plan.config.to_string(),
         device: device.name.clone(),

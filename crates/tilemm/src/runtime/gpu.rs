@@ -1160,9 +1160,10 @@ fn stored_size(m: &DeviceMatrix) -> usize {
 /// elements.
 fn check_resident(problem: &Problem, [a, b, c]: [&DeviceMatrix; 3]) -> Result<()> {
     let p = problem.precision;
+    // tf32 inputs are f32 data.
     for (what, m, dtype, len) in [
-        ("A", a, p.input, problem.a_len()),
-        ("B", b, p.input, problem.b_len()),
+        ("A", a, p.input.storage(), problem.a_len()),
+        ("B", b, p.input.storage(), problem.b_len()),
         ("C", c, p.output, problem.c_len()),
     ] {
         if m.dtype != dtype {

@@ -190,6 +190,7 @@ impl Arch {
             vec![
                 unit(DType::F16, (16, 8, 16)),
                 unit(DType::BF16, (16, 8, 16)),
+                unit(DType::TF32, (16, 8, 8)),
             ]
         } else {
             Vec::new()

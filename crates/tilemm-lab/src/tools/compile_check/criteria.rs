@@ -4,18 +4,23 @@
 
 use serde::Serialize;
 use tilemm::kernels::Config;
-use tilemm::Precision;
+use tilemm::{DType, Precision};
 
 /// What a matrix-unit kernel's main loop must show in NVIDIA SASS: the share of matrix
 /// instructions, how many each fragment load feeds, barriers and copies in flight per K tile.
 /// Besides these, it may have no element-wise staging (16-bit global loads or shared stores,
-/// scalar shared loads feeding fragments), and its global loads must be 128-bit.
+/// scalar shared loads feeding fragments, but for tf32's 32-bit fragment loads), and its global
+/// loads must be 128-bit.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct MatrixLoopCriteria {
     /// The least share of matrix instructions among the loop's, in percent.
     pub min_matrix_percent: f64,
     /// The fewest matrix instructions per fragment load (`ldmatrix`).
     pub min_matrix_per_fragment_load: f64,
+    /// Where scalar shared loads may feed fragments (tf32 stored with M or N contiguous,
+    /// which `ldmatrix` cannot transpose), the fewest matrix instructions per such load; else
+    /// none may.
+    pub min_matrix_per_word_load: Option<f64>,
     /// The most cube barriers per K tile.
     pub max_barriers_per_tile: f64,
     /// The fewest K tiles whose copies are in flight while one is computed.
@@ -98,7 +103,10 @@ pub fn fma_loop_max_idle_run(config: &Config, precision: Precision) -> Option<u3
 
 /// What the main loop must show in NVIDIA SASS, where the configuration is built to feed
 /// matrix units at full rate.
-pub fn matrix_loop_criteria(config: &Config) -> Option<MatrixLoopCriteria> {
+///
+/// tf32 (m16n8k8) keeps the schedule: with B stored by rows (the layout checked), each pair of
+/// B's fragments is 4 32-bit loads (`LDS`) per step for the warp tile's 8 MMAs, 2 each.
+pub fn matrix_loop_criteria(config: &Config, precision: Precision) -> Option<MatrixLoopCriteria> {
     match config {
         // What an Ampere-class kernel aiming at 40–60% of cuBLAS shows (shared/notes: 37%
         // HMMA, 4 per LDSM, one BAR per tile, ≥ 2 stages in flight), on CUTLASS's sm80
@@ -108,8 +116,14 @@ pub fn matrix_loop_criteria(config: &Config) -> Option<MatrixLoopCriteria> {
         // fragment address per step and pair (ptxas recomputed them at 252–254 registers);
         // about 80 with the fragments loaded after the barrier, as before.
         Config::Mma(_) => Some(MatrixLoopCriteria {
-            min_matrix_percent: 30.0,
+            // tf32's 32-bit fragment loads are 4 instructions where `ldmatrix` is one.
+            min_matrix_percent: if precision.input == DType::TF32 {
+                25.0
+            } else {
+                30.0
+            },
             min_matrix_per_fragment_load: 4.0,
+            min_matrix_per_word_load: (precision.input == DType::TF32).then_some(2.0),
             max_barriers_per_tile: 1.0,
             min_stages_in_flight: 2,
             max_idle_run: 16,

@@ -203,7 +203,8 @@ impl ResourceUsage {
 
     /// [`ResourceUsage::main_loop_failures`] of a matrix-unit loop.
     fn matrix_loop_failures(&self) -> Vec<String> {
-        let Some(criteria) = criteria::matrix_loop_criteria(&self.plan.config) else {
+        let Some(criteria) = criteria::matrix_loop_criteria(&self.plan.config, self.precision)
+        else {
             return Vec::new();
         };
         let Some(mix) = self.main_loop.filter(|m| m.matrix > 0) else {
@@ -225,7 +226,10 @@ impl ResourceUsage {
                 criteria.min_matrix_per_fragment_load
             )),
         }
-        if mix.narrow_accesses > 0 || mix.scalar_shared_loads > 0 {
+        let words_allowed = criteria
+            .min_matrix_per_word_load
+            .is_some_and(|r| f64::from(mix.matrix) >= r * f64::from(mix.scalar_shared_loads));
+        if mix.narrow_accesses > 0 || (mix.scalar_shared_loads > 0 && !words_allowed) {
             failures.push(format!(
                 "element-wise staging ({} 16-bit global loads or shared stores, {} scalar shared \
                  loads)",

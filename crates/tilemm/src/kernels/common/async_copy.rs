@@ -46,6 +46,21 @@ impl Swizzle {
         }
     }
 
+    /// The layout of rows of `chunks` ≥ 8 chunks (a multiple of 8) of 32-bit words read a
+    /// word per lane, as the mma rung reads tf32 fragments from an operand stored with M or N
+    /// contiguous: each 32-bit load reads 4 consecutive rows at 8 consecutive words. Rows
+    /// padded by 2 chunks (8 words) start 8 banks apart, so the 4 rows' 8 words fall in 32
+    /// distinct banks; a phase of copies, 8 chunks of one row, in 8 distinct bank groups; and
+    /// every address is a lane's first plus a constant.
+    pub const fn words(chunks: u32) -> Self {
+        Swizzle {
+            chunks,
+            stride: chunks + 2,
+            shift: 0,
+            mask: 0,
+        }
+    }
+
     /// Rows after which the pattern repeats.
     pub const fn period(&self) -> u32 {
         (self.mask + 1) << self.shift
@@ -61,6 +76,15 @@ impl Swizzle {
 #[cube]
 pub fn swizzled(row: u32, chunk: u32, #[comptime] swizzle: Swizzle) -> u32 {
     row * swizzle.stride + (chunk ^ ((row >> swizzle.shift) & swizzle.mask))
+}
+
+/// `offset`, an element of a shared-memory tile's stages (under 2¹⁶ of them: the rungs'
+/// `valid`), said so with a mask: the compiler then knows that adding a constant cannot wrap,
+/// and folds each load's constant into its address (`LDS [R+imm]`) instead of keeping a
+/// register per offset.
+#[cube]
+pub fn within(offset: u32) -> u32 {
+    offset & 0xffff
 }
 
 /// One operand's tile in shared memory: `rows` rows of `swizzle.chunks` 16-byte chunks (each

@@ -1,7 +1,8 @@
 //! NVIDIA's matrix units the way the fastest Ampere-class kernels drive them (CUTLASS's sm80
 //! multistage GEMM): warp-level `mma.sync` on fragments the kernel lays out itself, loaded
 //! from shared memory with `ldmatrix`, fed by a pipeline of 16-byte asynchronous copies
-//! (`cp.async`) several K tiles deep. f16 and bf16 inputs, f32 accumulation.
+//! (`cp.async`) several K tiles deep. f16 and bf16 inputs, and tf32 (f32 data), f32
+//! accumulation.
 //!
 //! - **Block and warp tiles.** A cube of WM×WN warps computes a BM×BN block of C; each warp a
 //!   64×64 warp tile: per step of 16 along K it loads 4 fragments of A and 8 of B with 8
@@ -22,7 +23,7 @@
 //! - **Conflict-free shared memory.** Each operand's tile lies as it lies in global memory (A
 //!   row-major: rows of K; column-major: rows of M), in 16-byte chunks whose position within a
 //!   row is XORed with the row
-//!   ([`Swizzle`](crate::kernels::common::async_copy::Swizzle)): the 8 rows an `ldmatrix` phase reads, and the 8
+//!   ([`Swizzle`]): the 8 rows an `ldmatrix` phase reads, and the 8
 //!   chunks a phase of copies writes, fall in 8 distinct bank groups. `ldmatrix.trans` turns
 //!   the operands stored the other way into the fragments `mma` wants, so neither is
 //!   transposed on its way to shared memory.
@@ -31,6 +32,14 @@
 //!   memory; inside C, without bounds checks and with β tested once (5 instructions per store
 //!   on sm_90 with β = 0, 24 on the edge path).
 //! - **Rasterized grid.** Blocks walk C in groups of 8 rows of blocks, for L2 reuse.
+//!
+//! - **tf32** (`mma.m16n8k8`). A step of K is the same 32 bytes of each row: where K is
+//!   contiguous, tiles, copies and `ldmatrix` addresses are f16's chunk for chunk (`ldmatrix`
+//!   of 16-bit pairs gives each lane the 32-bit elements it wants). Where M or N is, which
+//!   `ldmatrix.trans` cannot turn (it moves 16-bit elements), each lane loads its registers
+//!   as 32-bit words from rows padded by 8 words ([`Swizzle::words`]): conflict-free, and every
+//!   address its first plus an immediate. The f32 registers go to the units as they are,
+//!   which drop the low 13 bits of each significand.
 //!
 //! The contract is whole: operands whose rows are not 16-byte aligned, or strided ones, are
 //! copied element by element into the same layout (synchronously), C that is not row-major
@@ -45,7 +54,8 @@ use serde::Serialize;
 
 use crate::kernels::common::args::{at, Dims, Layouts, View, GemmArgs};
 use crate::kernels::common::async_copy::{
-    copy_plan, stage_pair, swizzled, CopyPlan, PairStaging, Share, StagedTile, CHUNK_BYTES,
+    copy_plan, stage_pair, swizzled, within, CopyPlan, PairStaging, Share, StagedTile, Swizzle,
+    CHUNK_BYTES,
 };
 pub use crate::kernels::common::async_copy::{copy_width, store_width};
 
@@ -57,12 +67,14 @@ use crate::error::Unavailable;
 use crate::problem::{DType, Precision, Problem};
 
 
-/// The instruction's shape for 16-bit inputs: m16n8k16.
-const INSTRUCTION: (u32, u32, u32) = (16, 8, 16);
+/// The instruction's shape for inputs of `bytes` bytes: m16n8k16 for f16 and bf16, m16n8k8
+/// for tf32 (f32 data). A step of K is 32 bytes of each row of A either way: two chunks.
+pub const fn instruction(bytes: u32) -> (u32, u32, u32) {
+    (16, 8, 32 / bytes)
+}
 
 /// Lanes of a warp.
 const WARP: u32 = 32;
-
 
 /// The manual-MMA rung.
 pub struct Mma;
@@ -112,51 +124,85 @@ impl MmaConfig {
         WARP * self.wm * self.wn
     }
 
-    /// A's and B's tiles for operands of `bytes`-byte elements in `layouts`.
+    /// A's and B's tiles for operands of `bytes`-byte elements in `layouts`. 32-bit operands
+    /// stored with M or N contiguous, whose fragments are read a word per lane
+    /// ([`MmaConfig::reads_words`]), take [`Swizzle::words`].
     pub fn tiles(&self, bytes: u32, layouts: Layouts) -> (StagedTile, StagedTile) {
+        let tile = |outer, inner, by_cols, is_a| {
+            let plain = StagedTile::new(outer, inner, bytes, by_cols);
+            if Self::reads_words(bytes, is_a, by_cols) {
+                StagedTile {
+                    swizzle: Swizzle::words(plain.swizzle.chunks),
+                    ..plain
+                }
+            } else {
+                plain
+            }
+        };
         (
-            StagedTile::new(self.bm, self.bk, bytes, layouts.a_by_cols),
-            StagedTile::new(self.bk, self.bn, bytes, layouts.b_by_cols),
+            tile(self.bm, self.bk, layouts.a_by_cols, true),
+            tile(self.bk, self.bn, layouts.b_by_cols, false),
         )
     }
 
-    /// Shared memory of the pipeline, in bytes, and of the emulation's scratch (the
-    /// barriers and alignment add 128 bytes more).
+    /// Whether an operand's fragments are loaded a 32-bit word per lane rather than with
+    /// `ldmatrix`: tf32 stored with M or N contiguous (A by columns, B by rows), which
+    /// `ldmatrix.trans` cannot turn (it moves 16-bit elements).
+    pub const fn reads_words(bytes: u32, is_a: bool, by_cols: bool) -> bool {
+        bytes == 4 && is_a == by_cols
+    }
+
+    /// Shared memory of the pipeline for `bytes`-byte inputs in their most padded layouts,
+    /// in bytes, and of the emulation's scratch (the barriers and alignment add 128 bytes
+    /// more).
     pub fn shared_bytes(&self, bytes: u32) -> usize {
-        (self.stages * (self.bm * self.bk + self.bk * self.bn) * bytes + self.scratch() * bytes)
-            as usize
+        let stage = Self::all_layouts()
+            .iter()
+            .map(|&layouts| {
+                let (ta, tb) = self.tiles(bytes, layouts);
+                ta.elements() + tb.elements()
+            })
+            .max()
+            .unwrap_or(0);
+        ((self.stages * stage + self.scratch(bytes)) * bytes) as usize
     }
 
     /// Elements of scratch the emulation needs after B's stages.
-    fn scratch(&self) -> u32 {
+    fn scratch(&self, bytes: u32) -> u32 {
         if self.emulate {
-            self.scratch_per_warp() * self.wm * self.wn
+            self.scratch_per_warp(bytes) * self.wm * self.wn
         } else {
             0
         }
     }
 
     /// Elements of one warp's scratch in the emulation: its two sets of fragments for a step
-    /// of K, A's 16×16 and B's 16×8 each.
-    fn scratch_per_warp(&self) -> u32 {
-        let (im, in_, ik) = INSTRUCTION;
+    /// of K, A's 16×IK and B's IK×8 each.
+    fn scratch_per_warp(&self, bytes: u32) -> u32 {
+        let (im, in_, ik) = instruction(bytes);
         ((self.warp_m() / im) * im * ik + (self.warp_n() / in_) * ik * in_) * 2
     }
 
-    /// Whether the tiles divide into warps, fragments, chunks and units evenly, in every
-    /// layout.
+    /// Whether the configuration is laid out for 16-bit or for 32-bit inputs
+    /// ([`MmaConfig::valid_for`]).
     pub fn valid(&self) -> bool {
-        let (im, in_, ik) = INSTRUCTION;
+        self.valid_for(2) || self.valid_for(4)
+    }
+
+    /// Whether the tiles of `bytes`-byte inputs divide into warps, fragments, chunks and
+    /// units evenly, in every layout, and every lane's fragment addresses move as
+    /// `fragment_offset` and `word_offset` move them.
+    pub fn valid_for(&self, bytes: u32) -> bool {
+        let (im, in_, ik) = instruction(bytes);
         let units = self.units();
-        let tiles_fit = [false, true].iter().all(|&by_cols| {
-            let layouts = Layouts {
-                a_by_cols: by_cols,
-                b_by_cols: by_cols,
-            };
-            let (ta, tb) = self.tiles(2, layouts);
+        let tiles_fit = Self::all_layouts().iter().all(|&layouts| {
+            let (ta, tb) = self.tiles(bytes, layouts);
             [ta, tb].iter().all(|t| {
                 let chunks = t.swizzle.chunks;
-                units.is_multiple_of(chunks) && (t.rows * chunks).is_multiple_of(units)
+                // Offsets within the stages under 2¹⁶ (`within`).
+                units.is_multiple_of(chunks)
+                    && (t.rows * chunks).is_multiple_of(units)
+                    && self.stages * t.elements() <= 1 << 16
             })
         });
         self.split >= 1
@@ -169,27 +215,36 @@ impl MmaConfig {
             && self.bk.is_multiple_of(2 * ik)
             && self.stages >= 2
             && tiles_fit
-            && self.xor_moves_hold()
+            && self.xor_moves_hold(bytes)
+            && (bytes != 4 || self.word_moves_hold())
     }
 
-    /// Whether every lane's fragment addresses are its first one's with the chunk XORed
+    /// The four layouts of A and B.
+    fn all_layouts() -> [Layouts; 4] {
+        [(false, false), (true, false), (false, true), (true, true)].map(|(a, b)| Layouts {
+            a_by_cols: a,
+            b_by_cols: b,
+        })
+    }
+
+    /// Whether every lane's `ldmatrix` addresses are its first one's with the chunk XORed
     /// (`fragment_offset`), as
-    /// [`Swizzle::position`](crate::kernels::common::async_copy::Swizzle::position) places them: in both layouts of each
-    /// operand, for every warp, lane, fragment and step. It holds where a warp's fragments
-    /// cover an aligned power of two of chunks within a row (warp tiles of 64 hold 8 of 16 or
-    /// more, steps 2·BK/16 of BK/8).
-    pub fn xor_moves_hold(&self) -> bool {
-        let (im, in_, ik) = INSTRUCTION;
+    /// [`Swizzle::position`](crate::kernels::common::async_copy::Swizzle::position) places
+    /// them: for `bytes`-byte inputs, in every layout of each operand read with `ldmatrix`,
+    /// for every warp, lane, fragment and step. It holds where a warp's fragments cover an
+    /// aligned power of two of chunks within a row (warp tiles of 64 hold 8 of 16 or more,
+    /// steps 2·BK/IK of BK/(16 bytes)).
+    pub fn xor_moves_hold(&self, bytes: u32) -> bool {
+        let (im, in_, ik) = instruction(bytes);
         let steps = self.bk / ik;
-        [false, true].iter().all(|&by_cols| {
-            let layouts = Layouts {
-                a_by_cols: by_cols,
-                b_by_cols: by_cols,
-            };
-            let (ta, tb) = self.tiles(2, layouts);
+        Self::all_layouts().iter().all(|&layouts| {
+            let (ta, tb) = self.tiles(bytes, layouts);
             let a = (ta, true, self.warp_m(), self.warp_m() / im, self.wm);
             let b = (tb, false, self.warp_n(), self.warp_n() / in_ / 2, self.wn);
             [a, b].iter().all(|&(t, is_a, warp_span, outer, warps)| {
+                if Self::reads_words(bytes, is_a, t.by_cols) {
+                    return true;
+                }
                 let row_elems = t.swizzle.stride * t.per_chunk;
                 let rows_are_outer = is_a != t.by_cols;
                 let place = |row: u32, along: u32| t.swizzle.position(row, along / t.per_chunk);
@@ -198,15 +253,16 @@ impl MmaConfig {
                     (0..WARP).all(|lane| {
                         let (quad, sub) = (lane / 8, lane % 8);
                         let (outer_quad, k_quad) = if is_a {
-                            ((quad % 2) * 8, (quad / 2) * 8)
+                            ((quad % 2) * 8, quad / 2)
                         } else {
-                            ((quad / 2) * 8, (quad % 2) * 8)
+                            ((quad / 2) * 8, quad % 2)
                         };
                         let at = |o: u32, kk: u32| {
                             if rows_are_outer {
-                                place(origin + o * 16 + outer_quad + sub, kk * 16 + k_quad)
+                                let along = kk * ik + k_quad * t.per_chunk;
+                                place(origin + o * 16 + outer_quad + sub, along)
                             } else {
-                                place(kk * 16 + k_quad + sub, origin + o * 16 + outer_quad)
+                                place(kk * ik + k_quad * 8 + sub, origin + o * 16 + outer_quad)
                             }
                         };
                         let base = at(0, 0) * t.per_chunk;
@@ -215,7 +271,7 @@ impl MmaConfig {
                                 let moved = if rows_are_outer {
                                     (base + o * 16 * row_elems) ^ (2 * kk * t.per_chunk)
                                 } else {
-                                    (base + kk * 16 * row_elems) ^ (2 * o * t.per_chunk)
+                                    (base + kk * ik * row_elems) ^ (2 * o * t.per_chunk)
                                 };
                                 moved == at(o, kk) * t.per_chunk
                             })
@@ -225,6 +281,52 @@ impl MmaConfig {
             })
         })
     }
+
+    /// Whether every lane's 32-bit fragment loads (tf32 stored with M or N contiguous) lie
+    /// where `word_offset` places them from its first one, as
+    /// [`Swizzle::position`](crate::kernels::common::async_copy::Swizzle::position) places
+    /// them: for every stage, warp, lane, 8-wide fragment `u` (A's rows, B's columns),
+    /// register half `h` (4 more of K) and step.
+    pub fn word_moves_hold(&self) -> bool {
+        let (_, _, ik) = instruction(4);
+        let steps = self.bk / ik;
+        let layouts = Layouts {
+            a_by_cols: true,
+            b_by_cols: false,
+        };
+        let (ta, tb) = self.tiles(4, layouts);
+        let a = (ta, self.warp_m(), self.wm);
+        let b = (tb, self.warp_n(), self.wn);
+        [a, b].iter().all(|&(t, warp_span, warps)| {
+            let row_elems = t.swizzle.stride * t.per_chunk;
+            let place = |row: u32, col: u32| {
+                t.swizzle.position(row, col / t.per_chunk) * t.per_chunk + col % t.per_chunk
+            };
+            (0..self.stages).all(|stage| {
+                    let stage_base = stage * t.elements();
+                    (0..warps).all(|w| {
+                        let origin = w * warp_span;
+                        (0..WARP).all(|lane| {
+                            let (g, q) = (lane / 4, lane % 4);
+                            let base = place(q, origin + g);
+                            (0..warp_span / 8).all(|u| {
+                                (0..2).all(|h| {
+                                    (0..steps).all(|kk| {
+                                        let moved = base
+                                            + stage_base
+                                            + (4 * h + 8 * kk) * row_elems
+                                            + 8 * u;
+                                        moved
+                                            == stage_base
+                                                + place(8 * kk + 4 * h + q, origin + 8 * u + g)
+                                    })
+                                })
+                            })
+                        })
+                    })
+                })
+        })
+    }
 }
 
 
@@ -232,9 +334,11 @@ impl MmaConfig {
 /// start) for its warp tile's first fragment at the first step of K, the warp tile starting at
 /// `origin` (its first row of A, or column of B); [`fragment_offset`] derives the others.
 ///
-/// Lane `l` gives the address of row `l % 8` of 8×8 matrix `l / 8`; of a 16×16 fragment of A
-/// the matrices are rows (quad % 2)·8.. and K (quad / 2)·8.., of a pair of 16×8 fragments of
-/// B, K (quad % 2)·8.. and columns (quad / 2)·8...
+/// Lane `l` gives the address of row `l % 8` of 8×8 matrix `l / 8` (of 16-bit elements: a
+/// row is one 16-byte chunk). Of a 16×IK fragment of A the matrices are rows (quad % 2)·8..
+/// and chunk quad / 2 of K; of a pair of IK×8 fragments of B, chunk quad % 2 of K and columns
+/// (quad / 2)·8... (For tf32, a chunk of K is 4 elements, and `ldmatrix` of 16-bit pairs
+/// hands each lane the 32-bit elements m16n8k8 wants: the step is the same 32 bytes.)
 #[cube]
 fn fragment_bases(
     lane: u32,
@@ -244,15 +348,15 @@ fn fragment_bases(
 ) -> Array<u32> {
     let (quad, sub) = (lane / 8, lane % 8);
     let per_chunk = comptime!(staged.per_chunk);
-    let (outer_quad, k_quad) = if comptime!(is_a) {
-        ((quad % 2) * 8, (quad / 2) * 8)
+    let (outer_quad, k_chunk) = if comptime!(is_a) {
+        ((quad % 2) * 8, quad / 2)
     } else {
-        ((quad / 2) * 8, (quad % 2) * 8)
+        ((quad / 2) * 8, quad % 2)
     };
     let (row, along) = if comptime!(is_a != staged.by_cols) {
-        (origin + outer_quad + sub, k_quad)
+        (origin + outer_quad + sub, k_chunk * per_chunk)
     } else {
-        (k_quad + sub, origin + outer_quad)
+        (k_chunk * 8 + sub, origin + outer_quad)
     };
     let mut bases = Array::<u32>::new(1usize);
     bases[0] = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
@@ -263,7 +367,7 @@ fn fragment_bases(
 /// from its [`fragment_bases`]. Where the stored rows are the fragments' outer axis (A
 /// row-major, B column-major), the step moves the address along its row by 2·`kk` chunks and
 /// the fragment down by 16·`o` rows; otherwise the fragment moves it along by 2·`o` chunks
-/// and the step down by 16·`kk` rows. Moving along is an XOR of the chunk (CUTLASS's
+/// and the step down by IK·`kk` rows. Moving along is an XOR of the chunk (CUTLASS's
 /// crosswise iterators): the chunks a lane's fragments cover are an aligned power of two whose
 /// bits the swizzle only permutes ([`MmaConfig::xor_moves_hold`]), so one register holds the
 /// lane's base rather than one per step or fragment.
@@ -278,86 +382,144 @@ fn fragment_offset(
 ) -> u32 {
     let row_elems = comptime!(staged.swizzle.stride * staged.per_chunk);
     let per_chunk = comptime!(staged.per_chunk);
+    // A step of K is two chunks: 16 elements of 16 bits, 8 of 32.
+    let ik = comptime!(2 * per_chunk);
     if comptime!(is_a != staged.by_cols) {
         (bases[0] + stage_base + comptime!(o * 16 * row_elems)) ^ comptime!(2 * kk * per_chunk)
     } else {
-        (bases[0] + stage_base + comptime!(kk * 16 * row_elems)) ^ comptime!(2 * o * per_chunk)
+        (bases[0] + stage_base + comptime!(kk * ik * row_elems)) ^ comptime!(2 * o * per_chunk)
     }
 }
 
-/// Loads fragment registers with `ldmatrix.x4` (transposed where the operand is stored across
-/// the fragments' rows) from `offset`, the lane's row address.
+/// A lane's first 32-bit fragment element in an operand's stage (tf32 stored with M or N
+/// contiguous: rows of K, [`Swizzle::words`]): lane (g, q) = (`lane` / 4, `lane` % 4) holds,
+/// in m16n8k8, A's rows g and g + 8 and B's column g, at K q and q + 4, so its first is row q
+/// of the stage at column `origin` + g. [`word_offset`] derives the others.
 #[cube]
-fn load_x4<F: Float, A: Float>(
+fn word_bases(lane: u32, origin: u32, #[comptime] staged: StagedTile) -> Array<u32> {
+    let (g, q) = (lane / 4, lane % 4);
+    let per_chunk = comptime!(staged.per_chunk);
+    let col = origin + g;
+    let mut bases = Array::<u32>::new(1usize);
+    bases[0] = swizzled(q, col / per_chunk, staged.swizzle) * per_chunk + col % per_chunk;
+    bases
+}
+
+/// The lane's element of the 8-wide fragment `u` (A's rows 8·`u`.., B's columns 8·`u`.. of
+/// the warp tile) at K 4·`h` + q of step `kk`, in the stage at `stage_base`, from its
+/// [`word_bases`]: the rows are padded, not swizzled ([`Swizzle::words`]), so every element is
+/// the first plus a constant ([`MmaConfig::word_moves_hold`]), which `LDS [R+imm]` takes in its
+/// immediate where the first is known not to wrap ([`within`]: the stages hold under 2¹⁶
+/// elements).
+#[cube]
+fn word_offset(
+    bases: &Array<u32>,
+    stage_base: u32,
+    #[comptime] u: u32,
+    #[comptime] h: u32,
+    #[comptime] kk: u32,
+    #[comptime] staged: StagedTile,
+) -> u32 {
+    let row_elems = comptime!(staged.swizzle.stride * staged.per_chunk);
+    within(bases[0] + stage_base) + comptime!((4 * h + 8 * kk) * row_elems + 8 * u)
+}
+
+/// Loads fragment registers with `ldmatrix.x4` (transposed where the operand is stored across
+/// the fragments' rows) from `offset`, the lane's row address: 16-bit pairs, which for tf32
+/// are the 32-bit elements themselves (`ldmatrix` moves b16 elements only: the row is read as
+/// 16-bit halves and each register taken as the word it is).
+#[cube]
+fn load_x4<F: Float, NF: Size, A: Float>(
     def: MmaDefinition<F, F, A>,
     tile: &SharedMemory<F>,
     offset: u32,
     #[comptime] per_chunk: u32,
     #[comptime] ident: MatrixIdent,
     #[comptime] transpose: bool,
-) -> Array<Vector<F, Const<2>>> {
+) -> Array<Vector<F, NF>> {
     let start = offset as usize;
-    def.load_matrix::<F, Const<2>>(
-        &tile.slice(start, start + per_chunk as usize),
-        ident,
-        4usize,
-        transpose,
-    )
-}
-
-
-/// A warp's fragments for one step of 16 along K, two sets (`slot` 0 and 1) so that one step's
-/// are loaded while the other's MMAs issue: A's MI 16×16 fragments (one `ldmatrix.x4` each)
-/// and B's NI 16×8 in pairs (one `ldmatrix.x4` per pair). Emulated, they live in the warp's
-/// scratch in shared memory instead.
-#[derive(CubeType)]
-struct Fragments<F: Float> {
-    a: Sequence<Array<Vector<F, Const<2>>>>,
-    b: Sequence<Array<Vector<F, Const<2>>>>,
-}
-
-#[cube]
-impl<F: Float> Fragments<F> {
-    fn new(#[comptime] mi: u32, #[comptime] pairs: u32, #[comptime] emulate: bool) -> Fragments<F> {
-        let mut a = Sequence::<Array<Vector<F, Const<2>>>>::new();
-        let mut b = Sequence::<Array<Vector<F, Const<2>>>>::new();
-        if !comptime!(emulate) {
-            #[unroll]
-            for _ in 0..2 * mi {
-                a.push(Array::<Vector<F, Const<2>>>::new(4usize));
-            }
-            #[unroll]
-            for _ in 0..2 * pairs {
-                b.push(Array::<Vector<F, Const<2>>>::new(4usize));
-            }
+    let row = tile.slice(start, start + per_chunk as usize);
+    if comptime!(per_chunk == 8) {
+        def.load_matrix::<F, NF>(&row, ident, 4usize, transpose)
+    } else {
+        // SAFETY: the 16 bytes the lane addresses, read as the 16-bit halves `ldmatrix` moves
+        // (never transposed: `reads_words` operands are loaded by `word_offset`).
+        let halves = unsafe { row.downcast_unchecked::<half::f16>() };
+        let words = def.load_matrix::<half::f16, Const<2>>(&halves, ident, 4usize, false);
+        let mut regs = Array::<Vector<F, NF>>::new(4usize);
+        #[unroll]
+        for r in 0..4usize {
+            regs[r] = Vector::<F, NF>::reinterpret(words[r]);
         }
-        Fragments::<F> { a, b }
+        regs
     }
 }
 
-/// Where a warp's emulated fragments of `slot` lie in `shared_b`: A's MI 16×16, then B's NI
-/// 16×8, after B's stages and the other warps' scratch.
+
+/// A warp's fragments for one step of K, two sets (`slot` 0 and 1) so that one step's are
+/// loaded while the other's MMAs issue: A's MI 16×IK fragments and B's NI IK×8 in pairs, four
+/// 32-bit registers each (`NF` elements of `F` apiece: two 16-bit, one tf32). Emulated, they
+/// live in the warp's scratch in shared memory instead.
+#[derive(CubeType)]
+struct Fragments<F: Float, NF: Size> {
+    a: Sequence<Array<Vector<F, NF>>>,
+    b: Sequence<Array<Vector<F, NF>>>,
+}
+
 #[cube]
-fn scratch_slot(#[comptime] slot: u32, #[comptime] config: MmaConfig, #[comptime] layouts: Layouts) -> (u32, u32) {
-    let (_, tile_b) = comptime!(config.tiles(2, layouts));
-    let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
-    let a_scratch = comptime!(config.stages * tile_b.elements() + slot * (mi * 256 + ni * 128))
-        + UNIT_POS_Y * comptime!(config.scratch_per_warp());
-    (a_scratch, a_scratch + comptime!(mi * 256))
+impl<F: Float, NF: Size> Fragments<F, NF> {
+    fn new(
+        #[comptime] mi: u32,
+        #[comptime] pairs: u32,
+        #[comptime] emulate: bool,
+    ) -> Fragments<F, NF> {
+        let mut a = Sequence::<Array<Vector<F, NF>>>::new();
+        let mut b = Sequence::<Array<Vector<F, NF>>>::new();
+        if !comptime!(emulate) {
+            #[unroll]
+            for _ in 0..2 * mi {
+                a.push(Array::<Vector<F, NF>>::new(4usize));
+            }
+            #[unroll]
+            for _ in 0..2 * pairs {
+                b.push(Array::<Vector<F, NF>>::new(4usize));
+            }
+        }
+        Fragments::<F, NF> { a, b }
+    }
+}
+
+/// Where a warp's emulated fragments of `slot` lie in `shared_b`: A's MI 16×IK, then B's NI
+/// IK×8, after B's stages and the other warps' scratch (for `bytes`-byte inputs).
+#[cube]
+fn scratch_slot(
+    #[comptime] slot: u32,
+    #[comptime] config: MmaConfig,
+    #[comptime] layouts: Layouts,
+    #[comptime] bytes: u32,
+) -> (u32, u32) {
+    let (_, tile_b) = comptime!(config.tiles(bytes, layouts));
+    let (fm, fn_, fk) = comptime!(instruction(bytes));
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
+    let per_slot = comptime!(mi * fm * fk + ni * fk * fn_);
+    let a_scratch = comptime!(config.stages * tile_b.elements() + slot * per_slot)
+        + UNIT_POS_Y * comptime!(config.scratch_per_warp(bytes));
+    (a_scratch, a_scratch + comptime!(mi * fm * fk))
 }
 
 /// Loads step `kk` of the tile in `stage` (a run-time value: offsets fixed at compile time
 /// per stage would each hold a register) into fragment set `slot`: MI `ldmatrix.x4` of A and
-/// NI/2 of B (transposed where the operand is stored across the fragments' rows).
+/// NI/2 of B (transposed where the operand is stored across the fragments' rows), or for tf32
+/// stored so, 4 32-bit loads per fragment of A and pair of B.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn load_step<F: Float, A: Float>(
+fn load_step<F: Float, NF: Size, A: Float>(
     def: MmaDefinition<F, F, A>,
     shared_a: &SharedMemory<F>,
     shared_b: &mut SharedMemory<F>,
     bases_a: &Array<u32>,
     bases_b: &Array<u32>,
-    frags: &mut Fragments<F>,
+    frags: &mut Fragments<F, NF>,
     warp_row: u32,
     warp_col: u32,
     stage: u32,
@@ -366,73 +528,117 @@ fn load_step<F: Float, A: Float>(
     #[comptime] config: MmaConfig,
     #[comptime] layouts: Layouts,
 ) {
-    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
-    let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
+    let size = F::type_size();
+    let bytes = comptime!(size as u32);
+    let (tile_a, tile_b) = comptime!(config.tiles(bytes, layouts));
+    let (fm, fn_, _) = comptime!(instruction(bytes));
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
+    let words_a = comptime!(MmaConfig::reads_words(bytes, true, tile_a.by_cols));
+    let words_b = comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols));
     let base_a = stage * comptime!(tile_a.elements());
     let base_b = stage * comptime!(tile_b.elements());
     let per_chunk = comptime!(tile_a.per_chunk);
     if comptime!(config.emulate) {
-        let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts);
+        let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts, bytes);
         #[unroll]
         for i in 0..mi {
-            emulated_ldmatrix::<F>(
-                shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, base_a, i, kk, tile_a,
-                true, comptime!(tile_a.by_cols),
-            );
-        }
-        #[unroll]
-        for p in 0..comptime!(ni / 2) {
-            emulated_ldmatrix::<F>(
-                shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, base_b, p, kk, tile_b,
-                false, comptime!(!tile_b.by_cols),
-            );
-        }
-    } else {
-        #[unroll]
-        for i in 0..mi {
-            let offset = fragment_offset(bases_a, base_a, i, kk, tile_a, true);
-            let x4 = load_x4::<F, A>(
-                def, shared_a, offset, per_chunk, MatrixIdent::A, comptime!(tile_a.by_cols),
-            );
-            let frag = frags.a.index_mut(comptime!((slot * mi + i) as usize));
-            #[unroll]
-            for r in 0..4usize {
-                frag[r] = x4[r];
+            if comptime!(words_a) {
+                emulated_words::<F>(
+                    shared_a, shared_b, a_scratch, UNIT_POS_X, bases_a, base_a, i, kk, tile_a,
+                    true,
+                );
+            } else {
+                emulated_ldmatrix::<F>(
+                    shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, base_a, i, kk, tile_a,
+                    true, comptime!(tile_a.by_cols),
+                );
             }
         }
         #[unroll]
         for p in 0..comptime!(ni / 2) {
-            let offset = fragment_offset(bases_b, base_b, p, kk, tile_b, false);
-            let x4 = load_x4::<F, A>(
-                def, shared_b, offset, per_chunk, MatrixIdent::B, comptime!(!tile_b.by_cols),
-            );
+            if comptime!(words_b) {
+                emulated_words::<F>(
+                    shared_a, shared_b, b_scratch, UNIT_POS_X, bases_b, base_b, p, kk, tile_b,
+                    false,
+                );
+            } else {
+                emulated_ldmatrix::<F>(
+                    shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, base_b, p, kk, tile_b,
+                    false, comptime!(!tile_b.by_cols),
+                );
+            }
+        }
+    } else {
+        #[unroll]
+        for i in 0..mi {
+            let frag = frags.a.index_mut(comptime!((slot * mi + i) as usize));
+            if comptime!(words_a) {
+                // Register r: rows 8·(r % 2).. of the fragment, K 4·(r / 2)...
+                #[unroll]
+                for r in 0..4u32 {
+                    let offset = word_offset(
+                        bases_a, base_a, comptime!(2 * i + r % 2), comptime!(r / 2), kk, tile_a,
+                    );
+                    frag[r as usize] = Vector::cast_from(shared_a[offset as usize]);
+                }
+            } else {
+                let offset = fragment_offset(bases_a, base_a, i, kk, tile_a, true);
+                let x4 = load_x4::<F, NF, A>(
+                    def, shared_a, offset, per_chunk, MatrixIdent::A, comptime!(tile_a.by_cols),
+                );
+                #[unroll]
+                for r in 0..4usize {
+                    frag[r] = x4[r];
+                }
+            }
+        }
+        #[unroll]
+        for p in 0..comptime!(ni / 2) {
             let frag = frags.b.index_mut(comptime!((slot * (ni / 2) + p) as usize));
-            #[unroll]
-            for r in 0..4usize {
-                frag[r] = x4[r];
+            if comptime!(words_b) {
+                // Register 2h + e: fragment 2p + h, K 4·e...
+                #[unroll]
+                for r in 0..4u32 {
+                    let offset = word_offset(
+                        bases_b, base_b, comptime!(2 * p + r / 2), comptime!(r % 2), kk, tile_b,
+                    );
+                    frag[r as usize] = Vector::cast_from(shared_b[offset as usize]);
+                }
+            } else {
+                let offset = fragment_offset(bases_b, base_b, p, kk, tile_b, false);
+                let x4 = load_x4::<F, NF, A>(
+                    def, shared_b, offset, per_chunk, MatrixIdent::B, comptime!(!tile_b.by_cols),
+                );
+                #[unroll]
+                for r in 0..4usize {
+                    frag[r] = x4[r];
+                }
             }
         }
     }
 }
 
-/// The warp's MI·NI `mma.m16n8k16` on fragment set `slot`, into `acc` (emulated, into
-/// `emulated_acc`).
+/// The warp's MI·NI `mma.m16n8k16` (tf32: `mma.m16n8k8`) on fragment set `slot`, into `acc`
+/// (emulated, into `emulated_acc`).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn mma_step<F: Float, A: Float>(
+fn mma_step<F: Float, NF: Size, A: Float>(
     def: MmaDefinition<F, F, A>,
     shared_b: &SharedMemory<F>,
-    frags: &Fragments<F>,
+    frags: &Fragments<F, NF>,
     acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
     emulated_acc: &mut Array<A>,
     #[comptime] slot: u32,
     #[comptime] config: MmaConfig,
     #[comptime] layouts: Layouts,
 ) {
-    let (mi, ni) = comptime!((config.warp_m() / INSTRUCTION.0, config.warp_n() / INSTRUCTION.1));
+    let size = F::type_size();
+    let bytes = comptime!(size as u32);
+    let (fm, fn_, fk) = comptime!(instruction(bytes));
+    let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
     if comptime!(config.emulate) {
-        let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts);
-        emulated_mma::<F, A>(shared_b, a_scratch, b_scratch, UNIT_POS_X, emulated_acc, mi, ni);
+        let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts, bytes);
+        emulated_mma::<F, A>(shared_b, a_scratch, b_scratch, UNIT_POS_X, emulated_acc, mi, ni, fk);
     } else {
         #[unroll]
         for p in 0..comptime!(ni / 2) {
@@ -440,14 +646,14 @@ fn mma_step<F: Float, A: Float>(
             #[unroll]
             for h in 0..2u32 {
                 // Registers 2h and 2h + 1 of the x4 are fragment 2p + h.
-                let mut frag_b = Array::<Vector<F, Const<2>>>::new(2usize);
+                let mut frag_b = Array::<Vector<F, NF>>::new(2usize);
                 frag_b[0] = pair[(2 * h) as usize];
                 frag_b[1] = pair[(2 * h + 1) as usize];
                 let j = 2 * p + h;
                 #[unroll]
                 for i in 0..mi {
                     let acc_ij = acc.index_mut(comptime!((i * ni + j) as usize));
-                    def.execute_inplace::<Const<2>, Const<2>, Const<2>>(
+                    def.execute_inplace::<NF, NF, Const<2>>(
                         frags.a.index(comptime!((slot * mi + i) as usize)),
                         &frag_b,
                         acc_ij,
@@ -488,7 +694,9 @@ fn fetch<F: Float>(
     #[comptime] width_b: u32,
     #[comptime] fast: bool,
 ) {
-    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let size = F::type_size();
+    let bytes = comptime!(size as u32);
+    let (tile_a, tile_b) = comptime!(config.tiles(bytes, layouts));
     let pair = comptime!(PairStaging {
         tile_a,
         tile_b,
@@ -520,7 +728,7 @@ fn fetch<F: Float>(
 /// cube barrier at each step keeps one step's fragments from the other's.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn k_loop<F: Float, A: Float>(
+fn k_loop<F: Float, NF: Size, A: Float>(
     a: &Array<F>,
     b: &Array<F>,
     va: &View,
@@ -545,16 +753,26 @@ fn k_loop<F: Float, A: Float>(
     let (bk, stages) = comptime!((config.bk, config.stages));
     let units = comptime!(config.units());
     let emulate = comptime!(config.emulate);
-    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
-    let (fm, fn_, fk) = comptime!(INSTRUCTION);
+    let size = F::type_size();
+    let bytes = comptime!(size as u32);
+    let (tile_a, tile_b) = comptime!(config.tiles(bytes, layouts));
+    let (fm, fn_, fk) = comptime!(instruction(bytes));
     let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
     let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
     let lane = UNIT_POS_X;
-    let bases_a = fragment_bases(lane, warp_row, tile_a, true);
-    let bases_b = fragment_bases(lane, warp_col, tile_b, false);
+    let bases_a = if comptime!(MmaConfig::reads_words(bytes, true, tile_a.by_cols)) {
+        word_bases(lane, warp_row, tile_a)
+    } else {
+        fragment_bases(lane, warp_row, tile_a, true)
+    };
+    let bases_b = if comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols)) {
+        word_bases(lane, warp_col, tile_b)
+    } else {
+        fragment_bases(lane, warp_col, tile_b, false)
+    };
     let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
-    let mut frags = Fragments::<F>::new(mi, comptime!(ni / 2), emulate);
+    let mut frags = Fragments::<F, NF>::new(mi, comptime!(ni / 2), emulate);
 
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
     // The first STAGES − 1 tiles in flight.
@@ -579,7 +797,7 @@ fn k_loop<F: Float, A: Float>(
         } else {
             full.index(0usize).wait_parity(0u32);
         }
-        load_step::<F, A>(
+        load_step::<F, NF, A>(
             def, shared_a, shared_b, &bases_a, &bases_b, &mut frags, warp_row, warp_col, 0u32,
             0u32, 0u32, config, layouts,
         );
@@ -604,7 +822,7 @@ fn k_loop<F: Float, A: Float>(
             let t = group * stages + s;
             if comptime!(emulate) {
                 if t < tiles {
-                    stage = k_tile::<F, A>(
+                    stage = k_tile::<F, NF, A>(
                         a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc,
                         &mut frags, &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0,
                         warp_row, warp_col, t, tiles, group, stage, s, config, layouts, width_a,
@@ -612,7 +830,7 @@ fn k_loop<F: Float, A: Float>(
                     );
                 }
             } else {
-                stage = k_tile::<F, A>(
+                stage = k_tile::<F, NF, A>(
                     a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc, &mut frags,
                     &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0, warp_row, warp_col,
                     t, tiles, group, stage, s, config, layouts, width_a, width_b, fast,
@@ -625,7 +843,7 @@ fn k_loop<F: Float, A: Float>(
         for s in 0..comptime!(stages - 1) {
             let t = groups * stages + s;
             if t < tiles {
-                stage = k_tile::<F, A>(
+                stage = k_tile::<F, NF, A>(
                     a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc, &mut frags,
                     &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0, warp_row, warp_col,
                     t, tiles, groups, stage, s, config, layouts, width_a, width_b, fast,
@@ -640,7 +858,7 @@ fn k_loop<F: Float, A: Float>(
 /// tile's stage.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn k_tile<F: Float, A: Float>(
+fn k_tile<F: Float, NF: Size, A: Float>(
     a: &Array<F>,
     b: &Array<F>,
     va: &View,
@@ -651,7 +869,7 @@ fn k_tile<F: Float, A: Float>(
     full: &Sequence<Shared<Barrier>>,
     acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
     emulated_acc: &mut Array<A>,
-    frags: &mut Fragments<F>,
+    frags: &mut Fragments<F, NF>,
     bases_a: &Array<u32>,
     bases_b: &Array<u32>,
     plan_a: &CopyPlan,
@@ -672,7 +890,8 @@ fn k_tile<F: Float, A: Float>(
     #[comptime] width_b: u32,
     #[comptime] fast: bool,
 ) -> u32 {
-    let (fm, fn_, fk) = comptime!(INSTRUCTION);
+    let size = F::type_size();
+    let (fm, fn_, fk) = comptime!(instruction(size as u32));
     let stages = comptime!(config.stages);
     let emulate = comptime!(config.emulate);
     let steps = comptime!(config.bk / fk);
@@ -701,13 +920,13 @@ fn k_tile<F: Float, A: Float>(
         // the compiler can interleave: after the last tile, the fragments loaded
         // are never used, and the copies read nothing.)
         if comptime!(kk + 1 < steps) {
-            load_step::<F, A>(
+            load_step::<F, NF, A>(
                 def, shared_a, shared_b, bases_a, bases_b, frags, warp_row,
                 warp_col, stage, comptime!((kk + 1) % 2), comptime!(kk + 1), config,
                 layouts,
             );
         } else {
-            load_step::<F, A>(
+            load_step::<F, NF, A>(
                 def, shared_a, shared_b, bases_a, bases_b, frags, warp_row,
                 warp_col, next, 0u32, 0u32, config, layouts,
             );
@@ -720,7 +939,7 @@ fn k_tile<F: Float, A: Float>(
                 width_b, fast,
             );
         }
-        mma_step::<F, A>(
+        mma_step::<F, NF, A>(
             def, shared_b, frags, acc, emulated_acc, comptime!(kk % 2), config,
             layouts,
         );
@@ -758,7 +977,7 @@ fn k_tile<F: Float, A: Float>(
 #[allow(clippy::too_many_arguments)]
 // `%` and `/` are what the kernel language has.
 #[allow(clippy::manual_is_multiple_of, clippy::manual_div_ceil)]
-pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
+pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size>(
     a: &Array<F>,
     b: &Array<F>,
     c: &mut Array<Vector<O, NC>>,
@@ -776,16 +995,18 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     let alpha = args.alpha;
     let beta = args.beta;
     let (bm, bn, bk, stages) = comptime!((config.bm, config.bn, config.bk, config.stages));
-    let (tile_a, tile_b) = comptime!(config.tiles(2, layouts));
+    let size = F::type_size();
+    let bytes = comptime!(size as u32);
+    let (tile_a, tile_b) = comptime!(config.tiles(bytes, layouts));
     let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
-    let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
+    let (fm, fn_, _) = comptime!(instruction(bytes));
     let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
 
     let mut shared_a =
         SharedMemory::<F>::new_aligned(comptime!((stages * stage_a) as usize), 128usize);
     // Emulated, each warp's scratch follows B's stages.
     let mut shared_b = SharedMemory::<F>::new_aligned(
-        comptime!((stages * stage_b + config.scratch()) as usize),
+        comptime!((stages * stage_b + config.scratch(bytes)) as usize),
         128usize,
     );
     // One barrier per stage: every unit arrives once its copies into the stage have landed.
@@ -855,20 +1076,20 @@ pub fn mma_matmul<F: Float, A: Float + CubeElement, O: Float, NC: Size>(
     // unaligned operands too, doubling their JIT time for a path they never take.)
     if comptime!(width_a > 1 && width_b > 1) {
         if whole {
-            k_loop::<F, A>(
+            k_loop::<F, NF, A>(
                 a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
                 &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts,
                 width_a, width_b, true,
             );
         } else {
-            k_loop::<F, A>(
+            k_loop::<F, NF, A>(
                 a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
                 &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts,
                 width_a, width_b, false,
             );
         }
     } else {
-        k_loop::<F, A>(
+        k_loop::<F, NF, A>(
             a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
             &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts, width_a,
             width_b, false,
@@ -966,7 +1187,8 @@ fn store_tile<A: Float, O: Float, NC: Size>(
     #[comptime] inside: bool,
     #[comptime] read_c: bool,
 ) {
-    let (fm, fn_) = comptime!((INSTRUCTION.0, INSTRUCTION.1));
+    // C's fragments are 16×8 whatever the inputs.
+    let (fm, fn_, _) = comptime!(instruction(2));
     // In pairs, C is row-major with even strides: a pair's index is half its first element's.
     let first = (vc.offset + batch * vc.batch_stride + row * vc.row_stride + col) / 2;
     let pair_row = vc.row_stride / 2;
@@ -1064,7 +1286,7 @@ fn store_pair<A: Float, O: Float, NC: Size>(
 impl Rung for Mma {
     const NAME: &'static str = "mma";
     const ABOUT: &'static str = "NVIDIA mma.sync from ldmatrix fragments, cp.async pipeline, \
-                                 swizzled shared memory, f16/bf16 inputs (CUDA sm_80+)";
+                                 swizzled shared memory, f16/bf16/tf32 inputs (CUDA sm_80+)";
     type Config = MmaConfig;
     const MATRIX_UNITS: bool = true;
     const CUDA_ONLY: bool = true;
@@ -1084,9 +1306,13 @@ impl Rung for Mma {
         // tile gets 2.7, short of what the compile check asks of every configuration), BK of
         // 32 and of 64 (CUTLASS's sm80 f16 default: 3 stages of 128×64 and 64×128, 96 KiB).
         // Split-K in 2 and 4 slices for products of few blocks; the tuner times them against
-        // the rest.
+        // the rest. For tf32, BK = 16 of 32-bit elements is the same 64 bytes of K as 32 of
+        // 16-bit ones (CUTLASS's sm80 tf32 128×128×16 in 4 stages and 128×256×16 in 3); the
+        // others compute tf32 too, with twice the steps.
         [
             config(128, 128, 32, 2, 2, 3, 1),
+            config(128, 128, 16, 2, 2, 4, 1),
+            config(128, 256, 16, 2, 4, 3, 1),
             config(128, 128, 64, 2, 2, 3, 1),
             config(128, 256, 32, 2, 4, 3, 1),
             config(128, 256, 64, 2, 4, 3, 1),
@@ -1145,14 +1371,28 @@ impl Rung for Mma {
         c.split
     }
 
-    fn quick_to_compile(c: &MmaConfig, _precision: Precision) -> bool {
-        // BK = 64 unrolls twice the MMAs: 6–7 s of NVRTC for sm_90 here, tuned in the
-        // background rather than a first call's kernel.
-        c.bk <= 32
+    fn quick_to_compile(c: &MmaConfig, precision: Precision) -> bool {
+        // Two steps of K per tile (64 bytes of each row of A) in groups of 3 tiles: 4 steps
+        // unroll twice the MMAs (6–7 s of NVRTC for sm_90 here), 4 stages a third more tiles
+        // (5.3 s for tf32's 128×128): tuned in the background rather than a first call's
+        // kernel.
+        c.bk * precision.input.size_bytes() as u32 <= 64 && c.stages <= 3
     }
 
-    fn computes(_config: &MmaConfig, precision: Precision) -> bool {
-        matches!(precision.input, DType::F16 | DType::BF16) && precision.accumulate == DType::F32
+    fn computes(config: &MmaConfig, precision: Precision) -> bool {
+        // tf32 up to BK = 32 (4 steps of K; 128 bytes of each row of A): BK = 64 would take
+        // 192 KiB of shared memory and more, and 8 steps to compile. And not split: the split
+        // configurations' 4 steps spill (1.6–1.8 KB on sm_80 and sm_90).
+        let (bytes, fits) = match precision.input {
+            DType::F16 | DType::BF16 => (2, true),
+            DType::TF32 => (4, config.bk <= 32 && config.split == 1),
+            _ => return false,
+        };
+        precision.accumulate == DType::F32 && fits && config.valid_for(bytes)
+    }
+
+    fn emulates_matrix_units(config: &MmaConfig) -> bool {
+        config.emulate
     }
 
     fn plane_width(config: &MmaConfig) -> Option<u32> {
@@ -1167,9 +1407,11 @@ impl Rung for Mma {
     ) -> Result<(), Unavailable> {
         let input = problem.precision.input;
         if config.emulate {
-            // The kernel's type must be the device's own (not bf16 packed into words).
+            // The kernel's type must be the device's own (not bf16 packed into words); tf32
+            // is emulated on f32, which every device has.
             let native = match input {
                 DType::F16 => device.types.f16,
+                DType::TF32 => true,
                 _ => device.types.bf16,
             };
             return if native {
@@ -1178,7 +1420,7 @@ impl Rung for Mma {
                 Err(Unavailable::Precision(problem.precision))
             };
         }
-        let (m, n, k) = INSTRUCTION;
+        let (m, n, k) = instruction(input.size_bytes() as u32);
         let wanted = MatrixUnit {
             a: input,
             b: input,
@@ -1218,6 +1460,7 @@ impl Rung for Mma {
             buffers: [a, b, c],
             args,
         } = launch;
+        // Copies and stores are sized by the buffers' elements (u32 words for packed bf16).
         let bytes = size_of::<I>() as u32;
         let (width_a, width_b) = (
             copy_width(&args.views[0], bytes),
@@ -1225,27 +1468,29 @@ impl Rung for Mma {
         );
         let width_c = store_width(&args.views[2], 2);
         let dim = CubeDim::new_2d(WARP, config.wm * config.wn);
+        let layouts = args.layouts();
+        let gemm = args.gemm::<A, R>();
+        // f32 data are multiplied as tf32 (`computes` takes no f32 precision): as tf32 on the
+        // device, as f32 in the emulation, whose devices have no tf32.
         // SAFETY: (the caller's contract) the buffers hold the views' spans, the grid covers C
         // once, every copy and store is guarded by the operands' edges and the slab's end,
         // 16-byte copies and 2-vectors of C are aligned (`copy_width`, `store_width`), and the
         // device has mma.sync for this type and cp.async (`supports`). A and B are read as the
-        // fragments' type, their own (`computes` takes f16 and bf16 only).
-        unsafe {
-            mma_matmul::launch_unchecked::<I::Fragment, A, O, R>(
-                client,
-                count,
-                dim,
-                width_c as usize,
-                a,
-                b,
-                c,
-                args.gemm::<A, R>(),
-                *config,
-                args.layouts(),
-                width_a,
-                width_b,
-                width_c,
-            )
+        // fragments' type, of their own size (f32 as tf32, which is stored as f32).
+        macro_rules! go {
+            ($f:ty, $nf:expr) => {
+                unsafe {
+                    mma_matmul::launch_unchecked::<$f, A, O, R>(
+                        client, count, dim, $nf, width_c as usize, a, b, c, gemm, *config,
+                        layouts, width_a, width_b, width_c,
+                    )
+                }
+            };
+        }
+        match (size_of::<I::Fragment>(), config.emulate) {
+            (4, false) => go!(tf32, 1),
+            (4, true) => go!(f32, 1),
+            _ => go!(I::Fragment, 2),
         }
     }
 
@@ -1255,13 +1500,25 @@ impl Rung for Mma {
     ) -> CubeDim {
         let layouts = kernel.layouts;
         let mut kernel = kernel;
-        // The fast path: 16-byte copies of both operands, C in 2-vectors.
-        let width = CHUNK_BYTES / 2;
+        // The fast path: 16-byte copies of both operands, C in 2-vectors; f32 as tf32.
         kernel.register_size::<mma_matmul::NC>(2);
-        let t = kernel.typed_with::<I::Fragment, I::Fragment, A, Vector<O, mma_matmul::NC>>();
-        mma_matmul::expand::<I::Fragment, A, O, mma_matmul::NC>(
-            t.scope, 2, t.a, t.b, t.c, t.args, *config, layouts, width, width, 2,
-        );
+        macro_rules! go {
+            ($f:ty) => {{
+                let bytes = size_of::<$f>() as u32;
+                let width = CHUNK_BYTES / bytes;
+                kernel.register_size::<mma_matmul::NF>((4 / bytes) as usize);
+                let t = kernel.typed_with::<$f, $f, A, Vector<O, mma_matmul::NC>>();
+                mma_matmul::expand::<$f, mma_matmul::NF, A, O, mma_matmul::NC>(
+                    t.scope, (4 / bytes) as usize, 2, t.a, t.b, t.c, t.args, *config, layouts,
+                    width, width, 2,
+                );
+            }};
+        }
+        if size_of::<I::Fragment>() == 4 {
+            go!(tf32)
+        } else {
+            go!(I::Fragment)
+        }
         CubeDim::new_2d(WARP, config.wm * config.wn)
     }
 }
@@ -1274,40 +1531,116 @@ mod tests {
 
     #[test]
     fn every_tile_layout_serves_ldmatrix_and_copies_in_one_wavefront_per_phase() {
-        for config in Mma::configs() {
-            for (a_by_cols, b_by_cols) in [(false, false), (true, false), (false, true), (true, true)]
-            {
-                let layouts = Layouts {
-                    a_by_cols,
-                    b_by_cols,
-                };
-                let (ta, tb) = config.tiles(2, layouts);
-                for staged in [ta, tb] {
-                    let s = staged.swizzle;
-                    // ldmatrix: each phase is 8 consecutive stored rows (from a multiple of 8)
-                    // at one chunk position.
-                    for row0 in (0..staged.rows).step_by(8) {
-                        for chunk in 0..s.chunks {
-                            let phase: Vec<u32> =
-                                (0..8).map(|r| s.position(row0 + r, chunk)).collect();
+        for bytes in [2, 4] {
+            for config in Mma::configs().into_iter().filter(|c| c.valid_for(bytes)) {
+                for layouts in MmaConfig::all_layouts() {
+                    let (ta, tb) = config.tiles(bytes, layouts);
+                    for (staged, is_a) in [(ta, true), (tb, false)] {
+                        let s = staged.swizzle;
+                        let words = MmaConfig::reads_words(bytes, is_a, staged.by_cols);
+                        // ldmatrix: each phase is 8 consecutive stored rows (from a multiple of
+                        // 8) at one chunk position.
+                        for row0 in (0..staged.rows).step_by(8).filter(|_| !words) {
+                            for chunk in 0..s.chunks {
+                                let phase: Vec<u32> =
+                                    (0..8).map(|r| s.position(row0 + r, chunk)).collect();
+                                assert_eq!(
+                                    wavefronts(&phase),
+                                    1,
+                                    "{config:?} {staged:?}: ldmatrix rows {row0}.., chunk {chunk}"
+                                );
+                            }
+                        }
+                        // Copies: lanes 8p..8p+7 of a warp write pieces 8p..8p+7 of the warp's
+                        // 32 (consecutive pieces are consecutive chunks of a row, then the next
+                        // row).
+                        let chunks = staged.rows * s.chunks;
+                        for first in (0..chunks).step_by(8) {
+                            let phase: Vec<u32> = (first..first + 8)
+                                .map(|piece| s.position(piece / s.chunks, piece % s.chunks))
+                                .collect();
                             assert_eq!(
                                 wavefronts(&phase),
                                 1,
-                                "{config:?} {staged:?}: ldmatrix rows {row0}.., chunk {chunk}"
+                                "{config:?} {staged:?}: copies {first}.."
                             );
                         }
                     }
-                    // Copies: lanes 8p..8p+7 of a warp write pieces 8p..8p+7 of the warp's 32
-                    // (consecutive pieces are consecutive chunks of a row, then the next row).
-                    let chunks = staged.rows * s.chunks;
-                    for first in (0..chunks).step_by(8) {
-                        let phase: Vec<u32> = (first..first + 8)
-                            .map(|piece| s.position(piece / s.chunks, piece % s.chunks))
-                            .collect();
-                        assert_eq!(wavefronts(&phase), 1, "{config:?} {staged:?}: copies {first}..");
-                    }
                 }
             }
+        }
+    }
+
+    /// The most distinct 32-bit words one load of 32 lanes reads from any one of the 32
+    /// banks: the load's shared-memory wavefronts.
+    fn word_wavefronts(words: &[u32]) -> usize {
+        let mut distinct = words.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        (0..32)
+            .map(|bank| distinct.iter().filter(|&&w| w % 32 == bank).count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn tf32_fragments_stored_m_or_n_contiguous_load_in_one_wavefront_per_register() {
+        let tf32 = Mma::configs().into_iter().filter(|c| c.valid_for(4));
+        for config in tf32.chain([small(64, 64, 16, 1, 1), small(32, 64, 16, 1, 2)]) {
+            let layouts = Layouts {
+                a_by_cols: true,
+                b_by_cols: false,
+            };
+            let (ta, tb) = config.tiles(4, layouts);
+            for (staged, span, warps) in [
+                (ta, config.warp_m(), config.wm),
+                (tb, config.warp_n(), config.wn),
+            ] {
+                let place = |row: u32, col: u32| {
+                    staged.swizzle.position(row, col / 4) * 4 + col % 4
+                };
+                for w in 0..warps {
+                    for u in 0..span / 8 {
+                        for row0 in (0..config.bk).step_by(4) {
+                            let load: Vec<u32> = (0..WARP)
+                                .map(|lane| place(row0 + lane % 4, w * span + 8 * u + lane / 4))
+                                .collect();
+                            assert_eq!(
+                                word_wavefronts(&load),
+                                1,
+                                "{config:?} {staged:?}: warp {w}, fragment {u}, rows {row0}.."
+                            );
+                        }
+                    }
+                }
+                // Unpadded, the 4 rows would fall in the same 8 banks; swizzled as for
+                // `ldmatrix`, rows q and q ^ 1 in the same 16.
+                let chunks = staged.swizzle.chunks;
+                let unpadded = Swizzle {
+                    stride: chunks,
+                    ..staged.swizzle
+                };
+                for (layout, wavefronts) in [(unpadded, 4), (Swizzle::new(chunks), 2)] {
+                    let load: Vec<u32> = (0..WARP)
+                        .map(|lane| layout.position(lane % 4, lane / 16) * 4 + lane / 4 % 4)
+                        .collect();
+                    assert_eq!(word_wavefronts(&load), wavefronts, "{config:?} {layout:?}");
+                }
+            }
+        }
+    }
+
+    /// A configuration of the emulation's size.
+    fn small(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32) -> MmaConfig {
+        MmaConfig {
+            bm,
+            bn,
+            bk,
+            wm,
+            wn,
+            stages: 3,
+            split: 1,
+            emulate: true,
         }
     }
 
@@ -1325,7 +1658,17 @@ mod tests {
                 "{bm}×{bn}"
             );
         }
-        assert_eq!(configs.len(), 7);
+        assert_eq!(configs.len(), 9);
+        // tf32's own (BK = 16: 64 bytes of K, as 32 halves), and those of BK = 32 compute it
+        // too but split ones; BK = 64, f16 and bf16 only.
+        let tf32 = Precision::new(DType::TF32, DType::F32).unwrap();
+        let f16 = Precision::new(DType::F16, DType::F32).unwrap();
+        for c in &configs {
+            assert!(c.valid_for(4), "{c:?}");
+            assert_eq!(c.valid_for(2), c.bk >= 32, "{c:?}");
+            assert_eq!(Mma::computes(c, tf32), c.bk <= 32 && c.split == 1, "{c:?}");
+            assert_eq!(Mma::computes(c, f16), c.bk >= 32, "{c:?}");
+        }
         // CUTLASS's sm80 f16 default among them: BK = 64, 3 stages.
         assert!(configs
             .iter()
@@ -1353,12 +1696,21 @@ mod tests {
             .into_iter()
             .chain([config(32, 64, 1, 2), config(64, 32, 2, 1), config(64, 64, 1, 1)])
         {
-            assert!(c.xor_moves_hold(), "{c:?}");
+            assert!(c.xor_moves_hold(2), "{c:?}");
+        }
+        // tf32: ldmatrix where K is contiguous, 32-bit loads where M or N is.
+        for c in Mma::configs()
+            .into_iter()
+            .chain([small(64, 64, 16, 1, 1), small(32, 64, 16, 1, 2)])
+        {
+            assert!(c.xor_moves_hold(4) && c.word_moves_hold(), "{c:?}");
         }
         // Warp tiles of 48 columns start at chunk 6 of B's rows: the fragments' chunks are not
         // an aligned power of two, and a carry crosses the XORed bits.
         let unaligned = config(64, 96, 1, 2);
-        assert!(!unaligned.xor_moves_hold());
+        assert!(!unaligned.xor_moves_hold(2));
+        // tf32's 32-bit loads from padded rows move by adding, aligned or not.
+        assert!(unaligned.word_moves_hold());
         assert!(!unaligned.valid());
     }
 }
