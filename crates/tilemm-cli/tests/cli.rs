@@ -1049,7 +1049,8 @@ fn compile_check_reports_amd_resources_through_clang() {
         ),
         "{report}"
     );
-    // Every precision compiles, by default; the table says so, under its header, and says
+    // Every precision is a row, by default: those the rung computes compiled, tf32 (the mma
+    // rung's alone) skipped with the reason; the table says so, under its header, and says
     // whether the sources were also checked against ROCm's own headers.
     let out = tilemm(&["compile-check", "--archs", "gfx90a", "--kernels", "tiled"]);
     let text = stdout(&out);
@@ -1065,9 +1066,15 @@ fn compile_check_reports_amd_resources_through_clang() {
             "no {dtype} row in\n{text}"
         );
     }
+    assert!(
+        text.lines().any(|l| l.starts_with("tiled:")
+            && l.contains(" tf32 ")
+            && l.contains("skipped: it does not compute tf32")),
+        "no skipped tf32 row in\n{text}"
+    );
     assert!(text.contains("HIP headers"), "{text}");
     assert!(
-        text.trim_end().ends_with("4 compiled, 0 skipped, 0 failed"),
+        text.trim_end().ends_with("4 compiled, 1 skipped, 0 failed"),
         "{text}"
     );
 }

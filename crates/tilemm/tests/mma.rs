@@ -315,12 +315,17 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
     }
     // tf32 (m16n8k8, emulated on f32), BK = 16: A row-major through `ldmatrix` and B
     // row-major through 32-bit loads, with both paths and α/β; unaligned edges; A by columns
-    // (32-bit loads of both); B by columns (`ldmatrix` of both). Two warps along N: the 32-bit
-    // loads at a nonzero column origin, three stages.
+    // (32-bit loads of both); B by columns (`ldmatrix` of both). Two warps along N, and along
+    // M: the 32-bit loads at nonzero column and row origins, three stages. BK = 32 (4 steps
+    // of K, as the registered 128×128 and 128×256) with padded views; 4 stages (as tf32's
+    // 128×128) over whole groups of them.
     let tf32 = contract_in(DType::TF32);
     for (plan, which) in [
         (emulated(64, 64, 16, 1, 1, 2, 1), [0, 1, 3, 4].as_slice()),
         (emulated(32, 64, 16, 1, 2, 3, 1), [2].as_slice()),
+        (emulated(64, 32, 16, 2, 1, 2, 1), [3].as_slice()),
+        (emulated(32, 32, 32, 1, 1, 2, 1), [0, 5].as_slice()),
+        (emulated(32, 32, 16, 1, 1, 4, 1), [2].as_slice()),
     ] {
         for &i in which {
             let (name, p) = &tf32[i];

@@ -1166,7 +1166,7 @@ fn check_resident(problem: &Problem, [a, b, c]: [&DeviceMatrix; 3]) -> Result<()
         ("B", b, p.input.storage(), problem.b_len()),
         ("C", c, p.output, problem.c_len()),
     ] {
-        if m.dtype != dtype {
+        if m.dtype.storage() != dtype {
             return Err(Error::Precision(format!(
                 "{what} holds {} elements but the problem computes {dtype}",
                 m.dtype

@@ -74,8 +74,8 @@ impl DType {
     /// The largest relative error of turning stored values into this type inside a kernel:
     /// 0 for every type but tf32, whose f32 inputs the matrix units take rounded. 2⁻¹⁰, twice
     /// tf32's unit roundoff, because hardware that reads an f32 register as tf32 truncates
-    /// (tilemm's kernels round to nearest, within 2⁻¹¹; cuBLAS's and cubek-matmul's are
-    /// checked under the same bound).
+    /// (tilemm's mma rung hands the units f32 registers as they are; cuBLAS's and
+    /// cubek-matmul's are checked under the same bound).
     pub fn input_rounding(self) -> f64 {
         match self {
             DType::TF32 => 2.0 * self.unit_roundoff(),

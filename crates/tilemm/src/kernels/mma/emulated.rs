@@ -67,10 +67,11 @@ pub(super) fn emulated_ldmatrix<F: Float>(
 }
 
 /// The 32-bit fragment loads of the emulation (tf32 stored with M or N contiguous): each of
-/// the lane's 4 registers for A's fragment `o` (B's pair `o`) read from where [`word_offset`]
-/// places it, as the kernel reads it, and stored into the warp's `scratch` where `mma.m16n8k8`
-/// takes it from: A's register r is row g + 8·(r % 2), K t + 4·(r / 2); B's register 2h + e is
-/// fragment 2o + h at K t + 4·e, column g (the layouts of [`emulated_ldmatrix`], E = 1).
+/// the lane's 4 registers for A's fragment `o` (B's pair `o`) read from where the kernel reads
+/// it ([`word_register`], [`word_offset`]), and stored into the warp's `scratch` where
+/// `mma.m16n8k8` takes it from, by the PTX ISA's layout: A's register r is row g + 8·(r % 2),
+/// K t + 4·(r / 2); B's register 2h + e is fragment 2o + h at K t + 4·e, column g (the layouts
+/// of [`emulated_ldmatrix`], E = 1).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emulated_words<F: Float>(
@@ -86,20 +87,19 @@ pub(super) fn emulated_words<F: Float>(
     #[comptime] is_a: bool,
 ) {
     let (g, t) = (lane / 4, lane % 4);
+    let ik = comptime!(instruction(4).2);
+    let half = comptime!(ik / 2);
     #[unroll]
     for r in 0..4u32 {
-        let (u, h) = if comptime!(is_a) {
-            comptime!((2 * o + r % 2, r / 2))
-        } else {
-            comptime!((2 * o + r / 2, r % 2))
-        };
+        // Loaded from where the kernel loads register r, placed where m16n8k8 reads it.
+        let (u, h) = comptime!(word_register(o, r, is_a));
         let offset = word_offset(bases, stage_base, u, h, kk, staged) as usize;
         if comptime!(is_a) {
-            let at = base + o * 128 + (g + 8 * (r % 2)) * 8 + t + 4 * (r / 2);
+            let at = base + o * 16 * ik + (g + 8 * (r % 2)) * ik + t + half * (r / 2);
             let value = shared_a[offset];
             shared_b[at as usize] = value;
         } else {
-            let at = base + (2 * o + r / 2) * 64 + (t + 4 * (r % 2)) * 8 + g;
+            let at = base + (2 * o + r / 2) * ik * 8 + (t + half * (r % 2)) * 8 + g;
             let value = shared_b[offset];
             shared_b[at as usize] = value;
         }

@@ -424,6 +424,20 @@ fn word_offset(
     within(bases[0] + stage_base) + comptime!((4 * h + 8 * kk) * row_elems + 8 * u)
 }
 
+/// Where register `r` of A's fragment `o` (`is_a`), or of B's pair `o`, comes from in
+/// [`word_offset`]'s terms: (`u`, `h`), the 8-wide fragment and the half of K. In m16n8k8,
+/// A's register r holds rows 8·(r % 2).. of the fragment at K 4·(r / 2)..; B's pair holds
+/// fragment 2o + h in registers 2h (K 0..) and 2h + 1 (K 4..). The kernel loads by it and the
+/// emulation both loads by it and places each register by the PTX layout, so that a wrong
+/// mapping shows there.
+const fn word_register(o: u32, r: u32, is_a: bool) -> (u32, u32) {
+    if is_a {
+        (2 * o + r % 2, r / 2)
+    } else {
+        (2 * o + r / 2, r % 2)
+    }
+}
+
 /// Loads fragment registers with `ldmatrix.x4` (transposed where the operand is stored across
 /// the fragments' rows) from `offset`, the lane's row address: 16-bit pairs, which for tf32
 /// are the 32-bit elements themselves (`ldmatrix` moves b16 elements only: the row is read as
@@ -573,12 +587,10 @@ fn load_step<F: Float, NF: Size, A: Float>(
         for i in 0..mi {
             let frag = frags.a.index_mut(comptime!((slot * mi + i) as usize));
             if comptime!(words_a) {
-                // Register r: rows 8·(r % 2).. of the fragment, K 4·(r / 2)...
                 #[unroll]
                 for r in 0..4u32 {
-                    let offset = word_offset(
-                        bases_a, base_a, comptime!(2 * i + r % 2), comptime!(r / 2), kk, tile_a,
-                    );
+                    let (u, h) = comptime!(word_register(i, r, true));
+                    let offset = word_offset(bases_a, base_a, u, h, kk, tile_a);
                     frag[r as usize] = Vector::cast_from(shared_a[offset as usize]);
                 }
             } else {
@@ -596,12 +608,10 @@ fn load_step<F: Float, NF: Size, A: Float>(
         for p in 0..comptime!(ni / 2) {
             let frag = frags.b.index_mut(comptime!((slot * (ni / 2) + p) as usize));
             if comptime!(words_b) {
-                // Register 2h + e: fragment 2p + h, K 4·e...
                 #[unroll]
                 for r in 0..4u32 {
-                    let offset = word_offset(
-                        bases_b, base_b, comptime!(2 * p + r / 2), comptime!(r % 2), kk, tile_b,
-                    );
+                    let (u, h) = comptime!(word_register(p, r, false));
+                    let offset = word_offset(bases_b, base_b, u, h, kk, tile_b);
                     frag[r as usize] = Vector::cast_from(shared_b[offset as usize]);
                 }
             } else {
