@@ -190,9 +190,17 @@ impl MmaConfig {
     }
 
     /// Whether the tiles of `bytes`-byte inputs divide into warps, fragments, chunks and
-    /// units evenly, in every layout, and every lane's fragment addresses move as
-    /// `fragment_offset` and `word_offset` move them.
+    /// units evenly, in every layout ([`MmaConfig::fits`]), and every lane's fragment
+    /// addresses move as `fragment_offset` and `word_offset` move them.
     pub fn valid_for(&self, bytes: u32) -> bool {
+        self.fits(bytes)
+            && self.xor_moves_hold(bytes)
+            && (bytes != 4 || self.word_moves_hold())
+    }
+
+    /// [`MmaConfig::valid_for`]'s arithmetic alone, without walking every lane's addresses:
+    /// what `computes` asks on each plan check (the registered configurations are `valid`).
+    pub fn fits(&self, bytes: u32) -> bool {
         let (im, in_, ik) = instruction(bytes);
         let units = self.units();
         let tiles_fit = Self::all_layouts().iter().all(|&layouts| {
@@ -215,8 +223,6 @@ impl MmaConfig {
             && self.bk.is_multiple_of(2 * ik)
             && self.stages >= 2
             && tiles_fit
-            && self.xor_moves_hold(bytes)
-            && (bytes != 4 || self.word_moves_hold())
     }
 
     /// The four layouts of A and B.
@@ -551,7 +557,6 @@ fn load_step<F: Float, NF: Size, A: Float>(
     let words_b = comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols));
     let base_a = stage * comptime!(tile_a.elements());
     let base_b = stage * comptime!(tile_b.elements());
-    let per_chunk = comptime!(tile_a.per_chunk);
     if comptime!(config.emulate) {
         let (a_scratch, b_scratch) = scratch_slot(slot, config, layouts, bytes);
         #[unroll]
@@ -586,44 +591,49 @@ fn load_step<F: Float, NF: Size, A: Float>(
         #[unroll]
         for i in 0..mi {
             let frag = frags.a.index_mut(comptime!((slot * mi + i) as usize));
-            if comptime!(words_a) {
-                #[unroll]
-                for r in 0..4u32 {
-                    let (u, h) = comptime!(word_register(i, r, true));
-                    let offset = word_offset(bases_a, base_a, u, h, kk, tile_a);
-                    frag[r as usize] = Vector::cast_from(shared_a[offset as usize]);
-                }
-            } else {
-                let offset = fragment_offset(bases_a, base_a, i, kk, tile_a, true);
-                let x4 = load_x4::<F, NF, A>(
-                    def, shared_a, offset, per_chunk, MatrixIdent::A, comptime!(tile_a.by_cols),
-                );
-                #[unroll]
-                for r in 0..4usize {
-                    frag[r] = x4[r];
-                }
-            }
+            load_fragment::<F, NF, A>(def, shared_a, bases_a, base_a, frag, i, kk, tile_a, true);
         }
         #[unroll]
         for p in 0..comptime!(ni / 2) {
             let frag = frags.b.index_mut(comptime!((slot * (ni / 2) + p) as usize));
-            if comptime!(words_b) {
-                #[unroll]
-                for r in 0..4u32 {
-                    let (u, h) = comptime!(word_register(p, r, false));
-                    let offset = word_offset(bases_b, base_b, u, h, kk, tile_b);
-                    frag[r as usize] = Vector::cast_from(shared_b[offset as usize]);
-                }
-            } else {
-                let offset = fragment_offset(bases_b, base_b, p, kk, tile_b, false);
-                let x4 = load_x4::<F, NF, A>(
-                    def, shared_b, offset, per_chunk, MatrixIdent::B, comptime!(!tile_b.by_cols),
-                );
-                #[unroll]
-                for r in 0..4usize {
-                    frag[r] = x4[r];
-                }
-            }
+            load_fragment::<F, NF, A>(def, shared_b, bases_b, base_b, frag, p, kk, tile_b, false);
+        }
+    }
+}
+
+/// One operand's 4 fragment registers of step `kk` into `frag`: A's fragment `o` (`is_a`), or
+/// B's pair `o`, from the stage at `stage_base` of `tile`. One `ldmatrix.x4` (transposed where
+/// the operand is stored across the fragments' rows), or for tf32 stored so, 4 32-bit loads.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn load_fragment<F: Float, NF: Size, A: Float>(
+    def: MmaDefinition<F, F, A>,
+    tile: &SharedMemory<F>,
+    bases: &Array<u32>,
+    stage_base: u32,
+    frag: &mut Array<Vector<F, NF>>,
+    #[comptime] o: u32,
+    #[comptime] kk: u32,
+    #[comptime] staged: StagedTile,
+    #[comptime] is_a: bool,
+) {
+    let size = F::type_size();
+    // Stored with M or N contiguous: across A's rows (by columns) or B's columns (by rows).
+    let across = comptime!(is_a == staged.by_cols);
+    if comptime!(MmaConfig::reads_words(size as u32, is_a, staged.by_cols)) {
+        #[unroll]
+        for r in 0..4u32 {
+            let (u, h) = comptime!(word_register(o, r, is_a));
+            let offset = word_offset(bases, stage_base, u, h, kk, staged);
+            frag[r as usize] = Vector::cast_from(tile[offset as usize]);
+        }
+    } else {
+        let offset = fragment_offset(bases, stage_base, o, kk, staged, is_a);
+        let ident = comptime!(if is_a { MatrixIdent::A } else { MatrixIdent::B });
+        let x4 = load_x4::<F, NF, A>(def, tile, offset, comptime!(staged.per_chunk), ident, across);
+        #[unroll]
+        for r in 0..4usize {
+            frag[r] = x4[r];
         }
     }
 }
@@ -1398,7 +1408,7 @@ impl Rung for Mma {
             DType::TF32 => (4, config.bk <= 32 && config.split == 1),
             _ => return false,
         };
-        precision.accumulate == DType::F32 && fits && config.valid_for(bytes)
+        precision.accumulate == DType::F32 && fits && config.fits(bytes)
     }
 
     fn emulates_matrix_units(config: &MmaConfig) -> bool {
