@@ -164,7 +164,7 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
     let info = gpu().info();
     if info.copy_async && !info.register_mma.is_empty() {
         // An NVIDIA GPU from sm_80 on (TILEMM_TEST_BACKEND=cuda, scripts/gpu-check): the real
-        // kernel, every registered configuration, over the contract and in bf16.
+        // kernel, every configuration that takes 16-bit inputs, over the contract and in bf16.
         println!("branch taken: mma.sync on {}: the contract", info.name);
         let mut rng = StdRng::seed_from_u64(29);
         let bf16 = |output| {
@@ -176,59 +176,41 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
             .unwrap()
         };
         let (bf16_f32, bf16) = (bf16(DType::F32), bf16(DType::BF16));
-        // The whole contract in the default configuration and the BK = 64 one of the same
-        // block; in the others, the problems their schedule changes (whole blocks beside edge
-        // ones, whole groups of stages) and bf16: each problem is a JIT compile of 4–9 s.
-        // tf32: the whole contract in tf32's own 128×128 configuration, its first problem in
-        // the others.
+        // The whole contract in the default configuration; in the others, the problems their
+        // schedule changes (whole blocks beside edge ones, whole groups of stages) and bf16:
+        // each problem is a JIT compile of 4–9 s.
         let contract = contract();
-        let tf32_contract = contract_in(DType::TF32);
         for config in Kernel::Mma.configs() {
-            let plan = Plan::new(config);
             let Config::Mma(c) = config else {
                 unreachable!()
             };
-            if c.valid_for(2) {
-                let whole = c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3);
-                for (i, (name, p)) in contract.iter().enumerate() {
-                    if whole || i == 0 || i == 2 {
-                        check(&plan, name, p, &mut rng);
-                    }
-                }
-                check(&plan, "bf16 300×520×260, C in f32", &bf16_f32, &mut rng);
-                if whole {
-                    check(&plan, "bf16 300×520×260", &bf16, &mut rng);
-                }
+            if !c.valid_for(2) {
+                continue;
             }
-            // tf32: every configuration of BK up to 32 but the split ones (`computes`).
-            let tf32_whole = (c.bm, c.bn, c.bk) == (128, 128, 16);
-            for (i, (name, p)) in tf32_contract.iter().enumerate() {
-                if c.bk <= 32 && c.split == 1 && (tf32_whole || i == 0) {
+            let plan = Plan::new(config);
+            let whole = c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3);
+            for (i, (name, p)) in contract.iter().enumerate() {
+                if whole || i == 0 || i == 2 {
                     check(&plan, name, p, &mut rng);
                 }
+            }
+            check(&plan, "bf16 300×520×260, C in f32", &bf16_f32, &mut rng);
+            if whole {
+                check(&plan, "bf16 300×520×260", &bf16, &mut rng);
             }
         }
         return;
     }
     println!("branch taken: no mma.sync on {}: refusals", info.name);
+    let probe = shape(64, 64, 64).problem().unwrap();
     for config in Kernel::Mma.configs() {
         let Config::Mma(c) = config else {
             unreachable!()
         };
-        // Each in an input type it computes: f16, or tf32 for tf32's own.
-        let input = if c.valid_for(2) {
-            DType::F16
-        } else {
-            DType::TF32
-        };
-        let probe = Shape {
-            precision: Precision::new(input, DType::F32).unwrap(),
-            ..Shape::new(64, 64, 64)
+        if !c.valid_for(2) {
+            continue;
         }
-        .problem()
-        .unwrap();
         let err = Plan::new(config).check(&probe, info).unwrap_err();
-        // (tf32 is refused first for the device's want of tf32 units.)
         assert!(
             matches!(
                 err,
@@ -236,9 +218,6 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
                     why: Unavailable::RegisterMma { .. }
                         | Unavailable::AsyncCopy
                         | Unavailable::PlaneWidth { .. },
-                    ..
-                } | Error::TypeUnavailable {
-                    dtype: DType::TF32,
                     ..
                 }
             ),
@@ -251,6 +230,58 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
         assert!(
             Plan::new(config).check(&f32_probe, info).is_err(),
             "{config}"
+        );
+    }
+}
+
+/// tf32 (`mma.m16n8k8`) on its own, so that a GPU check can run it alone (`GPU_MMA_FILTER`).
+#[test]
+fn the_configurations_pass_the_contract_in_tf32_where_mma_sync_exists_and_are_refused_elsewhere() {
+    let info = gpu().info();
+    let tf32_contract = contract_in(DType::TF32);
+    if info.copy_async && !info.register_mma.is_empty() {
+        println!("branch taken: mma.sync on {}: the tf32 contract", info.name);
+        let mut rng = StdRng::seed_from_u64(31);
+        // The whole contract in tf32's own 128×128 configuration, its first problem in the
+        // others that compute tf32 (BK up to 32, no split: `computes`).
+        let mut checked = 0;
+        for config in Kernel::Mma.configs() {
+            let Config::Mma(c) = config else {
+                unreachable!()
+            };
+            let whole = (c.bm, c.bn, c.bk) == (128, 128, 16);
+            for (i, (name, p)) in tf32_contract.iter().enumerate() {
+                if c.bk <= 32 && c.split == 1 && (whole || i == 0) {
+                    check(&Plan::new(config), name, p, &mut rng);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > tf32_contract.len(), "{checked} tf32 checks");
+        return;
+    }
+    println!("branch taken: no mma.sync on {}: tf32 refusals", info.name);
+    let (_, probe) = &tf32_contract[0];
+    for config in Kernel::Mma.configs() {
+        let err = Plan::new(config).check(probe, info).unwrap_err();
+        // (tf32 is refused first for the device's want of tf32 units.)
+        assert!(
+            matches!(
+                err,
+                Error::KernelUnavailable {
+                    why: Unavailable::RegisterMma { .. }
+                        | Unavailable::AsyncCopy
+                        | Unavailable::PlaneWidth { .. },
+                    ..
+                } | Error::TypeUnavailable {
+                    dtype: DType::TF32,
+                    ..
+                } | Error::KernelUnavailable {
+                    why: Unavailable::Precision(_),
+                    ..
+                }
+            ),
+            "{config}: {err}"
         );
     }
 }
