@@ -493,12 +493,15 @@ fn candidates(gpu: &GpuSession, problem: &Problem, proxy: &Problem) -> Vec<Plan>
 /// that costs more than it saves, and a spill is a cheap stack access, so only the register
 /// tile counts there; on GPUs a configuration that spills is pruned, and, where the device
 /// says how many `multiprocessors` it has, a launch of fewer cubes scores by the share it keeps
-/// busy (1024³ in blocks of 128×128 is 64 cubes for an H100's 132 SMs; split-K fills them).
+/// busy (1024³ in blocks of 128×128 is 64 cubes for an H100's 132 SMs; split-K fills them, but
+/// its slices' partials cost memory traffic in proportion to the slices over K, which the score
+/// weighs too).
 pub fn model_score(
     plan: &Plan,
     proxy: &Problem,
     kind: DeviceKind,
     multiprocessors: Option<u32>,
+    copy_async: bool,
 ) -> f64 {
     let cpu_like = kind == DeviceKind::Cpu;
     if plan.config.may_spill(proxy.precision, Compiler::Nvidia) && !cpu_like {
@@ -533,6 +536,13 @@ pub fn model_score(
     } else {
         1.0
     };
+    // Tiles copied asynchronously while the warps compute hide the loads' latency that the
+    // model's loads per FMA leave out.
+    let overlap = if copy_async && plan.kernel().copies_async() && !cpu_like {
+        ASYNC_COPY_GAIN
+    } else {
+        1.0
+    };
     let busy = match multiprocessors {
         Some(sms) if sms > 0 && !cpu_like => {
             // Split-K launches its slices side by side.
@@ -543,14 +553,43 @@ pub fn model_score(
         }
         _ => 1.0,
     };
-    useful * register * shared * units * busy
+    useful * register * shared * units * overlap * busy * partials_share(plan, &canonical)
 }
+
+/// The share of a split-K launch's time left to its products once its partials have moved: the
+/// slices write `splits` M×N matrices of f32 that a second kernel reads back, 8·splits·M·N
+/// bytes against 2·M·N·K flops, which at [`FLOPS_PER_BYTE`] take 4·splits·rate/K of the
+/// products' time. 1 for a launch that does not split K. (On an H100 at 1024³ in f16, 2 and 4
+/// slices took 0.084 and 0.088 ms where one took 0.016: BENCHMARKS.md, 2026-11-28.)
+fn partials_share(plan: &Plan, canonical: &Problem) -> f64 {
+    let splits = plan.config.k_splits();
+    if splits <= 1 {
+        return 1.0;
+    }
+    let rate = if plan.kernel().matrix_units() {
+        FLOPS_PER_BYTE.0
+    } else {
+        FLOPS_PER_BYTE.1
+    };
+    1.0 / (1.0 + 4.0 * f64::from(splits) * rate / canonical.k().max(1) as f64)
+}
+
+/// Flops per byte of memory traffic at a GPU's peak, for its matrix units and its FMA units: an
+/// H100 multiplies 989 TFLOPS of f16 on its tensor cores and 67 of f32 on its FMA units, and
+/// moves 3.35 TB/s.
+pub const FLOPS_PER_BYTE: (f64, f64) = (300.0, 20.0);
 
 /// How much more a GPU's matrix units multiply than its FMA units, as the model ranks them:
 /// 16-bit inputs run 2× (RDNA 3's WMMA) to 15× (H100: 989 against 67 TFLOPS) the f32 FMA
 /// rate. 4 ranks the matrix-unit rungs first without pushing the SIMT rungs out of
 /// [`MODEL_SPAN`], so both are timed.
 pub const MATRIX_UNIT_GAIN: f64 = 4.0;
+
+/// How much more the rungs that copy their next tiles asynchronously deliver, as the model
+/// ranks them where the device has the copies: on an H100 the pipelined rung took 0.103 ms at
+/// 1024³ in f32 where the warp-tiled one (whose register tile the model scores 1.4× higher) took
+/// 0.265, and 3.19 against 3.76 ms at 4096³ (BENCHMARKS.md, 2026-11-28).
+pub const ASYNC_COPY_GAIN: f64 = 2.0;
 
 /// Candidates scoring below the best score over this are not timed: an order of magnitude
 /// less reuse (the naive and tiled rungs against register-blocked ones) is not made up for by
@@ -563,7 +602,12 @@ fn ranked(all: &[Plan], proxy: &Problem, device: &DeviceInfo) -> (Vec<Plan>, usi
     let (kind, sms) = (device.kind, device.limits.multiprocessors);
     let mut scored: Vec<(f64, Plan)> = all
         .iter()
-        .map(|plan| (model_score(plan, proxy, kind, sms), *plan))
+        .map(|plan| {
+            (
+                model_score(plan, proxy, kind, sms, device.copy_async),
+                *plan,
+            )
+        })
         .collect();
     scored.sort_by(|x, y| y.0.total_cmp(&x.0));
     let floor = scored.first().map_or(0.0, |s| s.0 / MODEL_SPAN);
@@ -938,8 +982,9 @@ mod tests {
     #[test]
     fn the_model_ranks_reuse_prunes_padding_and_spills_on_gpus() {
         let p = Problem::new(1024, 1024, 1024).unwrap();
-        let score =
-            |text: &str, kind| model_score(&Plan::new(text.parse().unwrap()), &p, kind, None);
+        let score = |text: &str, kind| {
+            model_score(&Plan::new(text.parse().unwrap()), &p, kind, None, false)
+        };
         let gpu = DeviceKind::DiscreteGpu;
         assert!(score("naive", gpu) < score("tiled", gpu));
         assert!(score("tiled", gpu) < score("blocktile1d", gpu));
@@ -950,18 +995,18 @@ mod tests {
         assert!(score(big, DeviceKind::Cpu) > score("blocktile2d", DeviceKind::Cpu));
         // The vectorized 8×8 tile fits in f32 but may spill in f64: pruned on GPUs in f64 only.
         let vectorized = Plan::new("vectorized".parse().unwrap());
-        assert!(model_score(&vectorized, &p, gpu, None) > 0.0);
+        assert!(model_score(&vectorized, &p, gpu, None, false) > 0.0);
         let f64 = crate::problem::Shape {
             precision: crate::problem::Precision::of(crate::problem::DType::F64),
             ..crate::problem::Shape::new(1024, 1024, 1024)
         }
         .problem()
         .unwrap();
-        assert_eq!(model_score(&vectorized, &f64, gpu, None), 0.0);
+        assert_eq!(model_score(&vectorized, &f64, gpu, None, false), 0.0);
         // A 128×128 tile over a 16×1024 product computes mostly padding.
         let thin = Problem::new(16, 1024, 1024).unwrap();
         let plan = Plan::new("blocktile2d:bm=128:bn=128:bk=8:tm=8:tn=8".parse().unwrap());
-        assert_eq!(model_score(&plan, &thin, gpu, None), 0.0);
+        assert_eq!(model_score(&plan, &thin, gpu, None, false), 0.0);
         // Matrix-unit rungs rank first on GPUs (f16 here), and the SIMT rungs stay timed.
         let f16 = crate::problem::Shape {
             precision: crate::problem::Precision::of(crate::problem::DType::F16),
@@ -969,8 +1014,9 @@ mod tests {
         }
         .problem()
         .unwrap();
-        let on =
-            |text: &str, kind| model_score(&Plan::new(text.parse().unwrap()), &f16, kind, None);
+        let on = |text: &str, kind| {
+            model_score(&Plan::new(text.parse().unwrap()), &f16, kind, None, false)
+        };
         for matrix in ["mma", "tensorcore"] {
             assert!(on(matrix, gpu) > on("warptile", gpu), "{matrix}");
             assert!(
@@ -981,7 +1027,7 @@ mod tests {
     }
 
     #[test]
-    fn the_model_prefers_launches_that_fill_the_multiprocessors() {
+    fn the_model_weighs_idle_multiprocessors_against_split_k_partials() {
         let cube = |n| {
             crate::problem::Shape {
                 precision: crate::problem::Precision::of(crate::problem::DType::BF16),
@@ -993,31 +1039,67 @@ mod tests {
         let gpu = DeviceKind::DiscreteGpu;
         let mma = |split| format!("mma:bm=128:bn=128:bk=32:wm=2:wn=2:stages=3:split={split}");
         let wide = "mma:bm=128:bn=256:bk=32:wm=2:wn=4:stages=3:split=1";
-        let score =
-            |text: &str, n, sms| model_score(&Plan::new(text.parse().unwrap()), &cube(n), gpu, sms);
+        let score = |text: &str, n, sms| {
+            model_score(&Plan::new(text.parse().unwrap()), &cube(n), gpu, sms, true)
+        };
         // An H100's 132 SMs: at 1024³, 64 blocks of 128×128 (32 of 128×256) leave half of them
-        // idle; 2 slices of K fill them.
+        // idle, and 2 slices of K would fill them, but their partials cost more than the idle
+        // SMs (measured there: 0.016 ms whole, 0.084 in 2 slices, 0.088 in 4); 128×128 ranks
+        // above 128×256, as measured (0.016 against 0.025 ms).
         let h100 = Some(132);
-        assert!(score(&mma(2), 1024, h100) > score(&mma(1), 1024, h100));
-        assert!(score(&mma(2), 1024, h100) > score(wide, 1024, h100));
-        assert!(
-            (score(&mma(1), 1024, h100) / score(&mma(2), 1024, h100) - 64.0 / 128.0).abs() < 1e-9
-        );
+        for split in [2, 4] {
+            assert!(score(&mma(1), 1024, h100) > score(&mma(split), 1024, h100));
+        }
+        assert!(score(&mma(1), 1024, h100) > score(wide, 1024, h100));
+        // A long K makes the partials cheap: then 2 slices fill the SMs and win.
+        let long = |split: u32| {
+            let p = crate::problem::Shape {
+                precision: crate::problem::Precision::of(crate::problem::DType::BF16),
+                ..crate::problem::Shape::new(1024, 1 << 15, 1024)
+            }
+            .problem()
+            .unwrap();
+            model_score(&Plan::new(mma(split).parse().unwrap()), &p, gpu, h100, true)
+        };
+        assert!(long(2) > long(1), "{} {}", long(2), long(1));
         // At 4096³ every candidate fills them: the model is as without the count.
         for text in [mma(1), mma(2), wide.to_string()] {
             assert_eq!(score(&text, 4096, h100), score(&text, 4096, None), "{text}");
         }
-        // Without the count (wgpu), or on a CPU adapter, nothing changes.
-        assert_eq!(score(&mma(1), 1024, None), score(&mma(2), 1024, None));
+        // Without the count (wgpu), a split launch gains nothing for its partials.
+        assert!(score(&mma(1), 1024, None) > score(&mma(2), 1024, None));
         let cpu = |sms| {
             model_score(
                 &Plan::new(mma(1).parse().unwrap()),
                 &cube(1024),
                 DeviceKind::Cpu,
                 sms,
+                true,
             )
         };
         assert_eq!(cpu(h100), cpu(None));
+    }
+
+    #[test]
+    fn the_model_ranks_asynchronous_copies_first_where_the_device_has_them() {
+        let p = Problem::new(1024, 1024, 1024).unwrap();
+        // The two configurations measured there.
+        let pipelined = "pipelined:bm=128:bn=128:bk=32:wm=2:wn=4:stages=3";
+        let warptile = "warptile:bm=128:bn=128:bk=16:wm=64:wn=64:wni=4:tm=8:tn=4:warp=32";
+        let score = |text: &str, copy_async| {
+            let plan = Plan::new(text.parse().unwrap());
+            model_score(&plan, &p, DeviceKind::DiscreteGpu, Some(132), copy_async)
+        };
+        // On an H100: the pipelined rung 0.103 ms at 1024³ in f32, the warp-tiled one 0.265.
+        assert!(score(pipelined, true) > score(warptile, true));
+        // Without the copies (AMD, wgpu) it copies synchronously: the model as before, which
+        // ranks the larger register tile first.
+        assert!(score(pipelined, false) < score(warptile, false));
+        assert_eq!(
+            score(pipelined, true),
+            ASYNC_COPY_GAIN * score(pipelined, false)
+        );
+        assert_eq!(score(warptile, true), score(warptile, false));
     }
 
     fn entry(config: &str) -> Entry {

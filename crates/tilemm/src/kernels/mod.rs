@@ -91,6 +91,9 @@ pub trait Rung {
     /// Whether the kernel exists for CUDA alone (PTX's `mma.sync`, `ldmatrix`, `cp.async`):
     /// `emit` and the compile check give no HIP or WGSL source for it.
     const CUDA_ONLY: bool = false;
+    /// Whether the kernel fills its next tiles with asynchronous copies (`cp.async`) while it
+    /// computes on this one, where the device has them (`DeviceInfo::copy_async`).
+    const COPIES_ASYNC: bool = false;
     /// Slices of K the configuration computes side by side (split-K): above 1, each launch's
     /// grid z runs over slices × batch entries, C's buffer is the partials (f32, row-major,
     /// one M×N matrix per z, α = 1, β = 0), and [`common::split::reduce_partials()`] adds them into C.
@@ -417,6 +420,11 @@ macro_rules! registry {
             /// Whether the rung is built on matrix units (see [`Rung::MATRIX_UNITS`]).
             pub fn matrix_units(self) -> bool {
                 match self { $(Kernel::$variant => <$module::$rung as Rung>::MATRIX_UNITS,)* }
+            }
+
+            /// Whether the rung copies its next tiles asynchronously (see [`Rung::COPIES_ASYNC`]).
+            pub fn copies_async(self) -> bool {
+                match self { $(Kernel::$variant => <$module::$rung as Rung>::COPIES_ASYNC,)* }
             }
 
             /// Whether the rung exists for CUDA alone (see [`Rung::CUDA_ONLY`]).

@@ -992,6 +992,7 @@ impl Rung for Pipelined {
     const ABOUT: &'static str = "warptile's FMAs fed by a cp.async pipeline of operands staged as \
                                  they lie, fragments as 128-bit loads, double-buffered (f32)";
     type Config = PipelinedConfig;
+    const COPIES_ASYNC: bool = true;
 
     fn configs() -> Vec<PipelinedConfig> {
         let config = |bm, bn, wm, wn, stages| PipelinedConfig {

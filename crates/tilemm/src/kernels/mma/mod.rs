@@ -1310,6 +1310,7 @@ impl Rung for Mma {
     type Config = MmaConfig;
     const MATRIX_UNITS: bool = true;
     const CUDA_ONLY: bool = true;
+    const COPIES_ASYNC: bool = true;
 
     fn configs() -> Vec<MmaConfig> {
         let config = |bm, bn, bk, wm, wn, stages, split| MmaConfig {
