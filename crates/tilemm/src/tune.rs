@@ -560,7 +560,8 @@ pub fn model_score(
 /// slices write `splits` M×N matrices of f32 that a second kernel reads back, 8·splits·M·N
 /// bytes against 2·M·N·K flops, which at [`FLOPS_PER_BYTE`] take 4·splits·rate/K of the
 /// products' time. 1 for a launch that does not split K. (On an H100 at 1024³ in f16, 2 and 4
-/// slices took 0.084 and 0.088 ms where one took 0.016: BENCHMARKS.md, 2026-11-28.)
+/// slices took 0.084 and 0.088 ms on the device clock where one took 0.016: BENCHMARKS.md,
+/// 2026-11-28.)
 fn partials_share(plan: &Plan, canonical: &Problem) -> f64 {
     let splits = plan.config.k_splits();
     if splits <= 1 {
