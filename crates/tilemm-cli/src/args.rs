@@ -273,8 +273,8 @@ pub(crate) struct BenchArgs {
     /// Also measure the peers on the same device: CubeCL's own matmul (cubek-matmul 0.2) in
     /// its auto, unit (simple, double), naive and tensor-core (simple cmma; simple, double,
     /// double-async and specialized mma) strategies, each where it computes --dtype (its
-    /// tensor cores turn f32 into tf32) (a build with --features peers). The CPU path, and
-    /// cuBLAS or rocBLAS on CUDA or HIP, are always measured.
+    /// tensor cores turn f32 into tf32) (a build with --features peers). The CPU path (unless
+    /// --no-cpu), and cuBLAS or rocBLAS on CUDA or HIP, are always measured.
     #[arg(long)]
     pub(crate) peers: bool,
     /// Measure products from host memory, end to end, instead of kernels on resident
@@ -284,6 +284,10 @@ pub(crate) struct BenchArgs {
     /// its copies from pageable and registered memory. cubek-matmul's peers are left out.
     #[arg(long)]
     pub(crate) from_host: bool,
+    /// Leave the CPU path's row out of a GPU sweep (at 8192³ it takes seconds a run); every
+    /// row is still checked against the reference. Without a GPU the CPU path is measured.
+    #[arg(long)]
+    pub(crate) no_cpu: bool,
     /// Write a plot of GFLOPS against size, one line per implementation, to STEM.svg and
     /// STEM.png.
     #[arg(long, value_name = "STEM")]

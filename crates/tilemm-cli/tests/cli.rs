@@ -625,6 +625,33 @@ fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
     let measurements = v["measurements"].as_array().unwrap();
     assert_eq!(measurements.len(), 2, "{v}");
     assert_eq!(measurements[0]["samples_ms"].as_array().unwrap().len(), 3);
+    // --no-cpu: the kernel's row alone, still checked; without a GPU it is refused in a note.
+    let out = tilemm(&[
+        "bench",
+        "--json",
+        "--sizes",
+        "8",
+        "--repeat",
+        "1",
+        "--kernels",
+        "tiled",
+        "--no-cpu",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let measurements = v["measurements"].as_array().unwrap();
+    assert_eq!(measurements.len(), 1, "{v}");
+    assert!(
+        measurements[0]["implementation"]
+            .as_str()
+            .unwrap()
+            .starts_with("tiled"),
+        "{v}"
+    );
+    let out = tilemm(&["bench", "--backend", "cpu", "--sizes", "8", "--no-cpu"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("--no-cpu: no GPU device"), "{text}");
+    assert!(text.contains("cpu (gemm"), "{text}");
 }
 
 #[test]

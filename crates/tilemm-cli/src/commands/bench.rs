@@ -67,6 +67,7 @@ pub fn bench_command(args: BenchArgs) -> CommandResult {
             from_host: args.from_host,
             peak: args.peak,
             repeat: usize::from(args.repeat),
+            cpu: !args.no_cpu,
         },
     )?;
     let notes: Vec<&String> = device_notes.iter().chain(sweep.notes()).collect();

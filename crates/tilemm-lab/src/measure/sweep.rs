@@ -46,6 +46,9 @@ pub struct SweepRequest {
     pub peak: Option<f64>,
     /// Timed runs per implementation and size.
     pub repeat: usize,
+    /// Whether the CPU path is measured beside a GPU's rows (it always is without a GPU):
+    /// at 8192³ it takes seconds a run. Every row is checked against the reference either way.
+    pub cpu: bool,
 }
 
 /// A sweep, checked and ready: what runs, and why anything was left out.
@@ -62,6 +65,8 @@ pub struct Sweep<'g> {
     from_host: bool,
     peak: Option<Peak>,
     repeat: usize,
+    /// Whether the CPU path is measured.
+    cpu: bool,
     notes: Vec<String>,
 }
 
@@ -141,6 +146,7 @@ impl<'g> Sweep<'g> {
             from_host,
             peak,
             repeat,
+            cpu,
         } = request;
         let precision = problems.first().map_or(Precision::F32, |p| p.precision());
         let info = gpu.map(|g| g.info());
@@ -166,6 +172,10 @@ impl<'g> Sweep<'g> {
                     .into(),
             );
         }
+        if !cpu && gpu.is_none() {
+            notes.push("--no-cpu: no GPU device, so the CPU path is what is measured".into());
+        }
+        let cpu = cpu || gpu.is_none();
         let peers = if peers && gpu.is_some() && !from_host {
             CubekStrategy::ALL.to_vec()
         } else {
@@ -222,7 +232,7 @@ impl<'g> Sweep<'g> {
         let per_size = plans.len()
             + usize::from(auto)
             + peers.len()
-            + 1
+            + usize::from(cpu)
             + usize::from(vendor) * if registers { 2 } else { 1 }
             + usize::from(registers && (auto || !plans.is_empty()));
         let mut references = Vec::new();
@@ -247,6 +257,7 @@ impl<'g> Sweep<'g> {
             from_host,
             peak,
             repeat,
+            cpu,
             notes,
         })
     }
@@ -273,7 +284,7 @@ impl<'g> Sweep<'g> {
             self.plans.len()
                 + usize::from(self.auto)
                 + self.peers.len()
-                + 1
+                + usize::from(self.cpu)
                 + usize::from(self.vendor) * if registers { 2 } else { 1 }
                 + usize::from(registers && (self.auto || !self.plans.is_empty()))
         } else {
@@ -302,6 +313,7 @@ impl<'g> Sweep<'g> {
             from_host,
             peak,
             repeat,
+            cpu,
             mut notes,
         } = self;
         // One implementation measured as the sweep asks: its kernel on resident matrices, or
@@ -410,11 +422,13 @@ impl<'g> Sweep<'g> {
             for row in &mut rows {
                 row.percent_of_peak = peak.as_ref().map(|p| p.percent(row.gflops));
             }
-            on(Event::Start {
-                problem,
-                what: "cpu",
-            })?;
-            rows.push(bench::cpu_gemm(&work, repeat)?);
+            if cpu {
+                on(Event::Start {
+                    problem,
+                    what: "cpu",
+                })?;
+                rows.push(bench::cpu_gemm(&work, repeat)?);
+            }
             // The kernel clock failing on a run (its rows then on the other clocks) is said once.
             if let Some(note) = gpu
                 .filter(|_| !from_host && !clock_noted)
