@@ -328,13 +328,15 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
         &tall,
         &mut rng,
     );
-    // Two warps along N (nonzero column origins), three stages (whole groups of them at K of
-    // 320): both paths with B stored either way. Two warps along M (nonzero row origins): A
-    // stored by columns.
+    // One warp of 32×64 (the registered 64×128's warp tile: A's fragments and B's pairs in
+    // unequal numbers): both paths, A stored by columns, B by columns. Two warps along N
+    // (nonzero column origins), three stages (whole groups of them at K of 320): both paths
+    // with B stored either way. Two warps along M (nonzero row origins): A stored by columns.
     let contract = contract();
     // Split-K in 3 slices of one K tile: K of 64 gives an empty third slice (with a batch and
     // α/β), K of 48 a ragged second and an empty third (C in f16 through the reduction).
     for (plan, which) in [
+        (emulated(32, 64, 32, 1, 1, 2, 1), [0, 3, 4].as_slice()),
         (emulated(32, 64, 32, 1, 2, 3, 1), [0, 2, 4].as_slice()),
         (emulated(64, 32, 32, 2, 1, 2, 1), [3].as_slice()),
         (emulated(64, 64, 32, 1, 1, 2, 3), [0, 4].as_slice()),

@@ -115,14 +115,23 @@ pub fn matrix_loop_criteria(config: &Config, precision: Precision) -> Option<Mat
         // 128×128 with BK = 64 on sm_90; 18–23 there and in split-K while a lane held a
         // fragment address per step and pair (ptxas recomputed them at 252–254 registers);
         // about 80 with the fragments loaded after the barrier, as before.
-        Config::Mma(_) => Some(MatrixLoopCriteria {
+        // A warp tile of WM×WN takes WM/16 + WN/16 `ldmatrix.x4` per step of K for
+        // (WM/16)·(WN/8) MMAs: 4 per load at 64×64, 2.7 at 32×64 (64×128 in 4 warps), whose
+        // loads also leave a smaller share to the MMAs (26–28% on sm_80 and sm_90).
+        Config::Mma(c) => Some(MatrixLoopCriteria {
             // tf32's 32-bit fragment loads are 4 instructions where `ldmatrix` is one.
-            min_matrix_percent: if precision.input == DType::TF32 {
+            min_matrix_percent: if precision.input == DType::TF32
+                || c.warp_m() * c.warp_n() < 64 * 64
+            {
                 25.0
             } else {
                 30.0
             },
-            min_matrix_per_fragment_load: 4.0,
+            min_matrix_per_fragment_load: {
+                let (m, n) = (f64::from(c.warp_m()), f64::from(c.warp_n()));
+                // (Less a rounding's worth: the SASS gives the same ratio.)
+                (m / 16.0 * n / 8.0) / (m / 16.0 + n / 16.0) - 1e-9
+            },
             min_matrix_per_word_load: (precision.input == DType::TF32).then_some(2.0),
             max_barriers_per_tile: 1.0,
             min_stages_in_flight: 2,

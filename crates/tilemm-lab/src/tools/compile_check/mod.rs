@@ -221,7 +221,7 @@ impl ResourceUsage {
         match mix.matrix_per_fragment_load() {
             Some(r) if r >= criteria.min_matrix_per_fragment_load => {}
             r => failures.push(format!(
-                "{} matrix instructions per ldmatrix (< {})",
+                "{} matrix instructions per ldmatrix (< {:.1})",
                 r.map_or("no ldmatrix, so no".into(), |r| format!("{r:.1}")),
                 criteria.min_matrix_per_fragment_load
             )),

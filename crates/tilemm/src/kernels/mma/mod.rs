@@ -1327,7 +1327,10 @@ impl Rung for Mma {
         // tile gets 2.7, short of what the compile check asks of every configuration), BK of
         // 32 and of 64 (CUTLASS's sm80 f16 default: 3 stages of 128×64 and 64×128, 96 KiB).
         // Split-K in 2 and 4 slices for products of few blocks; the tuner times them against
-        // the rest. For tf32, BK = 16 of 32-bit elements is the same 64 bytes of K as 32 of
+        // the rest. For them too, 64×128 in 4 warps of 32×64 (2.7 HMMA per ldmatrix): 1024³
+        // is 128 of its blocks on an H100's 132 SMs, each SM's 4 schedulers fed, where 64
+        // blocks of 128×128 leave half of the SMs idle (one slice took 0.016 ms there, 2 and 4
+        // slices 0.084–0.088). 128×64 compiles to a run of 26 without an HMMA on sm_90. For tf32, BK = 16 of 32-bit elements is the same 64 bytes of K as 32 of
         // 16-bit ones (CUTLASS's sm80 tf32 128×128×16 in 4 stages and 128×256×16 in 3); the
         // others compute tf32 too, with twice the steps.
         [
@@ -1340,6 +1343,7 @@ impl Rung for Mma {
             config(256, 128, 32, 4, 2, 3, 1),
             config(128, 128, 32, 2, 2, 3, 2),
             config(128, 128, 32, 2, 2, 3, 4),
+            config(64, 128, 32, 2, 2, 3, 1),
         ]
         .into_iter()
         .filter(MmaConfig::valid)
@@ -1403,10 +1407,17 @@ impl Rung for Mma {
     fn computes(config: &MmaConfig, precision: Precision) -> bool {
         // tf32 up to BK = 32 (4 steps of K; 128 bytes of each row of A): BK = 64 would take
         // 192 KiB of shared memory and more, and 8 steps to compile. And not split: the split
-        // configurations' 4 steps spill (1.6–1.8 KB on sm_80 and sm_90).
+        // configurations' 4 steps spill (1.6–1.8 KB on sm_80 and sm_90). And on the device in
+        // 64×64 warp tiles: 64×128's tf32 stages its tiles element by element and runs 30
+        // without an HMMA (the emulation, which checks index arithmetic, takes any).
         let (bytes, fits) = match precision.input {
             DType::F16 | DType::BF16 => (2, true),
-            DType::TF32 => (4, config.bk <= 32 && config.split == 1),
+            DType::TF32 => (
+                4,
+                config.bk <= 32
+                    && config.split == 1
+                    && (config.emulate || (config.warp_m(), config.warp_n()) == (64, 64)),
+            ),
             _ => return false,
         };
         precision.accumulate == DType::F32 && fits && config.fits(bytes)
@@ -1679,15 +1690,24 @@ mod tests {
                 "{bm}×{bn}"
             );
         }
-        assert_eq!(configs.len(), 9);
+        assert_eq!(configs.len(), 10);
+        // For products of few blocks, 64×128 in 4 warps of 32×64.
+        assert!(configs
+            .iter()
+            .any(|c| (c.bm, c.bn, c.warp_m(), c.warp_n(), c.split) == (64, 128, 32, 64, 1)));
         // tf32's own (BK = 16: 64 bytes of K, as 32 halves), and those of BK = 32 compute it
-        // too but split ones; BK = 64, f16 and bf16 only.
+        // too but split ones and 64×128; BK = 64, f16 and bf16 only.
         let tf32 = Precision::new(DType::TF32, DType::F32).unwrap();
         let f16 = Precision::new(DType::F16, DType::F32).unwrap();
         for c in &configs {
             assert!(c.valid_for(4), "{c:?}");
             assert_eq!(c.valid_for(2), c.bk >= 32, "{c:?}");
-            assert_eq!(Mma::computes(c, tf32), c.bk <= 32 && c.split == 1, "{c:?}");
+            let wide_warps = (c.warp_m(), c.warp_n()) == (64, 64);
+            assert_eq!(
+                Mma::computes(c, tf32),
+                c.bk <= 32 && c.split == 1 && wide_warps,
+                "{c:?}"
+            );
             assert_eq!(Mma::computes(c, f16), c.bk >= 32, "{c:?}");
         }
         // CUTLASS's sm80 f16 default among them: BK = 64, 3 stages.
