@@ -1330,9 +1330,10 @@ impl Rung for Mma {
         // the rest. For them too, 64×128 in 4 warps of 32×64 (2.7 HMMA per ldmatrix): 1024³
         // is 128 of its blocks on an H100's 132 SMs, each SM's 4 schedulers fed, where 64
         // blocks of 128×128 leave half of the SMs idle (one slice took 0.016 ms there, 2 and 4
-        // slices 0.084–0.088). 128×64 compiles to a run of 26 without an HMMA on sm_90. For tf32, BK = 16 of 32-bit elements is the same 64 bytes of K as 32 of
-        // 16-bit ones (CUTLASS's sm80 tf32 128×128×16 in 4 stages and 128×256×16 in 3); the
-        // others compute tf32 too, with twice the steps.
+        // slices 0.084–0.088). 128×64 compiles to a run of 26 without an HMMA on sm_90. For
+        // tf32, BK = 16 of 32-bit elements is the same 64 bytes of K as 32 of 16-bit ones
+        // (CUTLASS's sm80 tf32 128×128×16 in 4 stages and 128×256×16 in 3); the others
+        // compute tf32 too, with twice the steps.
         [
             config(128, 128, 32, 2, 2, 3, 1),
             config(128, 128, 16, 2, 2, 4, 1),
