@@ -625,7 +625,8 @@ fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
     let measurements = v["measurements"].as_array().unwrap();
     assert_eq!(measurements.len(), 2, "{v}");
     assert_eq!(measurements[0]["samples_ms"].as_array().unwrap().len(), 3);
-    // --no-cpu: the kernel's row alone, still checked; without a GPU it is refused in a note.
+    // --no-cpu: the kernel's row alone, still checked; without a GPU the CPU path is measured,
+    // with a note.
     let out = tilemm(&[
         "bench",
         "--json",
@@ -637,9 +638,11 @@ fn bench_measures_every_kernel_and_the_cpu_and_checks_them() {
         "tiled",
         "--no-cpu",
     ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let measurements = v["measurements"].as_array().unwrap();
     assert_eq!(measurements.len(), 1, "{v}");
+    assert_eq!(measurements[0]["verified"], true, "{v}");
     assert!(
         measurements[0]["implementation"]
             .as_str()

@@ -1324,8 +1324,8 @@ impl Rung for Mma {
             emulate: false,
         };
         // 64×64 warp tiles, CUTLASS's large configurations: 4 HMMA per ldmatrix (a 64×32 warp
-        // tile gets 2.7, short of what the compile check asks of every configuration), BK of
-        // 32 and of 64 (CUTLASS's sm80 f16 default: 3 stages of 128×64 and 64×128, 96 KiB).
+        // tile gets 2.7, and a smaller share of HMMA), BK of 32 and of 64 (CUTLASS's sm80 f16
+        // default: 3 stages of 128×64 and 64×128, 96 KiB).
         // Split-K in 2 and 4 slices for products of few blocks; the tuner times them against
         // the rest. For them too, 64×128 in 4 warps of 32×64 (2.7 HMMA per ldmatrix): 1024³
         // is 128 of its blocks on an H100's 132 SMs, each SM's 4 schedulers fed, where 64
