@@ -212,18 +212,7 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
             continue;
         }
         let err = Plan::new(config).check(&probe, info).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::KernelUnavailable {
-                    why: Unavailable::RegisterMma { .. }
-                        | Unavailable::AsyncCopy
-                        | Unavailable::PlaneWidth { .. },
-                    ..
-                }
-            ),
-            "{config}: {err}"
-        );
+        assert!(without_mma_sync(&err), "{config}: {err}");
     }
     // f32 is no input of the rung, anywhere (f32 data are multiplied as tf32 only when asked).
     let f32_probe = Problem::new(8, 8, 8).unwrap();
@@ -251,8 +240,8 @@ fn the_configurations_pass_the_contract_in_tf32_where_mma_sync_exists_and_are_re
                 unreachable!()
             };
             let whole = (c.bm, c.bn, c.bk) == (128, 128, 16);
+            let computes = config.computes(tf32_contract[0].1.precision());
             for (i, (name, p)) in tf32_contract.iter().enumerate() {
-                let computes = c.bk <= 32 && c.split == 1 && (c.warp_m(), c.warp_n()) == (64, 64);
                 if computes && (whole || i == 0) {
                     check(&Plan::new(config), name, p, &mut rng);
                     checked += 1;
@@ -268,24 +257,34 @@ fn the_configurations_pass_the_contract_in_tf32_where_mma_sync_exists_and_are_re
         let err = Plan::new(config).check(probe, info).unwrap_err();
         // (tf32 is refused first for the device's want of tf32 units.)
         assert!(
-            matches!(
-                err,
-                Error::KernelUnavailable {
-                    why: Unavailable::RegisterMma { .. }
-                        | Unavailable::AsyncCopy
-                        | Unavailable::PlaneWidth { .. },
-                    ..
-                } | Error::TypeUnavailable {
-                    dtype: DType::TF32,
-                    ..
-                } | Error::KernelUnavailable {
-                    why: Unavailable::Precision(_),
-                    ..
-                }
-            ),
+            without_mma_sync(&err)
+                || matches!(
+                    err,
+                    Error::TypeUnavailable {
+                        dtype: DType::TF32,
+                        ..
+                    } | Error::KernelUnavailable {
+                        why: Unavailable::Precision(_),
+                        ..
+                    }
+                ),
             "{config}: {err}"
         );
     }
+}
+
+/// Whether `err` refuses a configuration for the device's want of `mma.sync`, `cp.async` or
+/// 32-wide planes.
+fn without_mma_sync(err: &Error) -> bool {
+    matches!(
+        err,
+        Error::KernelUnavailable {
+            why: Unavailable::RegisterMma { .. }
+                | Unavailable::AsyncCopy
+                | Unavailable::PlaneWidth { .. },
+            ..
+        }
+    )
 }
 
 /// The Mesa major version of a lavapipe device, from its driver string.
