@@ -514,7 +514,8 @@ pub fn model_score(
     let bm = (1usize << 16) / shape.grid[1].max(1) as usize;
     let units = shape.block.iter().product::<u32>().max(1) as f64;
     // The unit tile, taken as square: TM·TN outputs load about 2·√(TM·TN) per step of K.
-    let outputs = (bm * bn) as f64 / units;
+    // (Units in groups along K each hold the whole block's outputs between them.)
+    let outputs = (bm * bn) as f64 * f64::from(plan.config.k_groups()) / units;
     let register = outputs / (2.0 * outputs.sqrt());
     let shared = if shape.shared_bytes > 0 && !cpu_like {
         (bm * bn) as f64 / (bm + bn) as f64
@@ -1053,6 +1054,12 @@ mod tests {
             assert!(score(&mma(1), 1024, h100) > score(&mma(split), 1024, h100));
         }
         assert!(score(&mma(1), 1024, h100) > score(wide, 1024, h100));
+        // Sliced K: its 8 warps hold the same 32×64 warp tiles as the 4 of 64×128 alone, two
+        // groups each holding the block's outputs, and launch the same 128 blocks: the same
+        // score, not the half-size unit tile that 8 warps over 64×128 outputs would be.
+        let few = "mma:bm=64:bn=128:bk=32:wm=2:wn=2:stages=3:split=1";
+        let sliced = "mma:bm=64:bn=128:bk=64:wm=2:wn=2:stages=3:split=1:wk=2";
+        assert_eq!(score(sliced, 1024, h100), score(few, 1024, h100));
         // A long K makes the partials cheap: 2 slices win from K of about 2400 at this size. (The
         // tuner scores and times on proxies of K up to 2048, where one slice ranks first.)
         let at = |split: u32, k| {

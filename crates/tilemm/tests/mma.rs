@@ -30,7 +30,7 @@ use tilemm::{Config, DType, Error, HostData, Kernel, Plan, Precision, Problem, S
 /// emulation's scratch (the one-warp one with the registered configurations' 64×64 warp tile,
 /// those of two warps with 32×32).
 fn emulated(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, stages: u32, split: u32) -> Plan {
-    let config = MmaConfig {
+    plan(MmaConfig {
         bm,
         bn,
         bk,
@@ -38,8 +38,21 @@ fn emulated(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, stages: u32, split: u32
         wn,
         stages,
         split,
+        wk: 1,
         emulate: true,
+    })
+}
+
+/// An emulated configuration of one warp per group and `wk` groups of warps along K, each its
+/// share of the steps of every K tile, in 2 stages.
+fn sliced(bm: u32, bn: u32, bk: u32, wk: u32) -> Plan {
+    let Config::Mma(one) = emulated(bm, bn, bk, 1, 1, 2, 1).config else {
+        unreachable!("an mma configuration")
     };
+    plan(MmaConfig { wk, ..one })
+}
+
+fn plan(config: MmaConfig) -> Plan {
     assert!(config.valid(), "{config:?}");
     Plan::new(Config::Mma(config))
 }
@@ -347,6 +360,16 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
             check(&plan, name, p, &mut rng);
         }
     }
+    // Sliced K: two warps, each 2 of a K tile's 4 steps (the registered 64×128's BK = 64 in
+    // two groups), their sums added in shared memory: both paths with α/β, and whole groups of
+    // stages (K of 320, 5 tiles; the same kernel variant). A by rows and B by rows start their
+    // second group's fragments along the row and down the rows: both of `fragment_bases`'
+    // ways (the transposes take the same two, operands swapped).
+    let sliced_f16 = sliced(32, 32, 64, 2);
+    for i in [0, 2] {
+        let (name, p) = &contract[i];
+        check(&sliced_f16, name, p, &mut rng);
+    }
     // tf32 (m16n8k8, emulated on f32), BK = 16: A row-major through `ldmatrix` and B
     // row-major through 32-bit loads, with both paths and α/β; unaligned edges; A by columns
     // (32-bit loads of both); B by columns (`ldmatrix` of both). Two warps along N, and along
@@ -360,6 +383,9 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
         (emulated(64, 32, 16, 2, 1, 2, 1), [3].as_slice()),
         (emulated(32, 32, 32, 1, 1, 2, 1), [0, 5].as_slice()),
         (emulated(32, 32, 16, 1, 1, 4, 1), [2].as_slice()),
+        // Sliced K in tf32: each of two warps 2 of BK = 32's 4 steps, B through 32-bit loads
+        // from the padded rows (`word_bases` from the second group's first step).
+        (sliced(32, 16, 32, 2), [0].as_slice()),
     ] {
         for &i in which {
             let (name, p) = &tf32[i];

@@ -100,6 +100,12 @@ pub trait Rung {
     fn k_splits(_config: &Self::Config) -> u32 {
         1
     }
+    /// Groups of a cube's units that each sum their own steps of every K tile into the same
+    /// block of C (sliced K), added in shared memory before the epilogue: 1 where all the
+    /// units' outputs differ.
+    fn k_groups(_config: &Self::Config) -> u32 {
+        1
+    }
     /// Block, grid and resources of a launch over `problem` (canonical).
     fn shape(config: &Self::Config, problem: &Problem) -> LaunchShape;
     /// Enqueues one launch. `I` is the input buffers' element type (u32 for packed bf16), `A`
@@ -483,6 +489,11 @@ macro_rules! registry {
             /// Slices of K computed side by side (see [`Rung::k_splits`]).
             pub fn k_splits(&self) -> u32 {
                 match self { $(Config::$variant(c) => <$module::$rung as Rung>::k_splits(c),)* }
+            }
+
+            /// Groups of units summing their own steps of K (see [`Rung::k_groups`]).
+            pub fn k_groups(&self) -> u32 {
+                match self { $(Config::$variant(c) => <$module::$rung as Rung>::k_groups(c),)* }
             }
 
             /// The plane width it is laid out for (see [`Rung::plane_width`]).

@@ -13,14 +13,15 @@ use super::*;
 /// Register r of lane l holds, of the 8×8 matrix of 16-bit elements whose row x lane 8r + x
 /// addresses, row l / 4 at columns 2(l % 4) and 2(l % 4) + 1 (transposed: rows 2(l % 4) and
 /// 2(l % 4) + 1 at column l / 4), each source lane's address being what [`fragment_bases`]
-/// gives that lane for outer fragment `o` at step `kk`: for 32-bit elements (tf32, never
-/// transposed), the one element at column l % 4. With E elements per register (2, or 1 for
-/// tf32) and K of IK per step (16, or 8), in `mma` (g = l / 4, t = l % 4) A's register r holds
-/// row g + 8·(r % 2), columns E·t + IK/2·(r / 2) + {0, E − 1}; B's register r of fragment f
-/// rows (of K) E·t + IK/2·r + {0, E − 1} of column g; the x4 of B holds fragment 2o in
-/// registers 0, 1 and 2o + 1 in 2, 3. A's fragment `o` goes to `scratch[base + 16·IK·o ..]`
-/// (16×IK, row-major), B's fragment f to `scratch[base + 8·IK·f ..]` (IK×8, by K). The
-/// scratch follows B's stages in `shared_b`.
+/// gives that lane for outer fragment `o` at step `kk` after its group's first, `first`: for
+/// 32-bit elements (tf32, never transposed), the one element at column l % 4. With E
+/// elements per register (2, or 1 for tf32) and K of IK per step (16, or 8), in `mma`
+/// (g = l / 4, t = l % 4) A's register r holds row g + 8·(r % 2), columns
+/// E·t + IK/2·(r / 2) + {0, E − 1}; B's register r of fragment f rows (of K)
+/// E·t + IK/2·r + {0, E − 1} of column g; the x4 of B holds fragment 2o in registers 0, 1 and
+/// 2o + 1 in 2, 3. A's fragment `o` goes to `scratch[base + 16·IK·o ..]` (16×IK, row-major),
+/// B's fragment f to `scratch[base + 8·IK·f ..]` (IK×8, by K). The scratch follows B's stages
+/// in `shared_b`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emulated_ldmatrix<F: Float>(
@@ -29,6 +30,7 @@ pub(super) fn emulated_ldmatrix<F: Float>(
     base: u32,
     lane: u32,
     origin: u32,
+    first: u32,
     stage_base: u32,
     #[comptime] o: u32,
     #[comptime] kk: u32,
@@ -50,7 +52,7 @@ pub(super) fn emulated_ldmatrix<F: Float>(
         } else {
             (r * 8 + g, per_reg * t + e)
         };
-        let bases = fragment_bases(source, origin, staged, is_a);
+        let bases = fragment_bases(source, origin, first, staged, is_a);
         let row = fragment_offset(&bases, stage_base, o, kk, staged, is_a);
         let at = if comptime!(is_a) {
             base + o * 16 * ik + (g + 8 * (r % 2)) * ik + per_reg * t + half * (r / 2) + e

@@ -32,6 +32,11 @@
 //!   memory; inside C, without bounds checks and with β tested once (5 instructions per store
 //!   on sm_90 with β = 0, 24 on the edge path).
 //! - **Rasterized grid.** Blocks walk C in groups of 8 rows of blocks, for L2 reuse.
+//! - **Sliced K** (`wk`, CUTLASS's warp count in K). WK groups of WM×WN warps share the
+//!   pipeline, each taking its own steps of every K tile into accumulators of the whole block;
+//!   after the K loop the groups after the first leave their sums in shared memory and the
+//!   first adds them and stores C. Twice the warps per cube, and no second launch, for
+//!   products of few blocks (split-K's slices each launch a partial of C).
 //!
 //! - **tf32** (`mma.m16n8k8`). A step of K is the same 32 bytes of each row: where K is
 //!   contiguous, tiles, copies and `ldmatrix` addresses are f16's chunk for chunk (`ldmatrix`
@@ -99,6 +104,11 @@ pub struct MmaConfig {
     /// products whose blocks alone would leave most of the GPU idle (1024³ is 64 blocks of
     /// 128×128 on an H100's 132 SMs).
     pub split: u32,
+    /// Warps along K within the cube (CUTLASS's sliced K, its warp count in K): WK groups of
+    /// WM×WN warps each compute the whole block of C over their own steps of each K tile, and
+    /// the groups' sums are added in shared memory before the epilogue. More warps per cube
+    /// with no second launch, for products of few blocks.
+    pub wk: u32,
     /// Carry out `ldmatrix`, `mma.sync` and `cp.async` as the PTX ISA defines them, with
     /// ordinary shared-memory loads and stores and cube barriers, around the same staging,
     /// swizzle, fragment addresses and epilogue: so that any device (lavapipe in CI) checks
@@ -107,7 +117,7 @@ pub struct MmaConfig {
 }
 
 impl MmaConfig {
-    const KEYS: [&'static str; 7] = ["bm", "bn", "bk", "wm", "wn", "stages", "split"];
+    const KEYS: [&'static str; 8] = ["bm", "bn", "bk", "wm", "wn", "stages", "split", "wk"];
 
     /// Rows of a warp's tile.
     pub fn warp_m(&self) -> u32 {
@@ -119,9 +129,20 @@ impl MmaConfig {
         self.bn / self.wn
     }
 
+    /// Warps per cube: WK groups of WM×WN.
+    pub fn warps(&self) -> u32 {
+        self.wm * self.wn * self.wk
+    }
+
     /// Units per cube.
     pub fn units(&self) -> u32 {
-        WARP * self.wm * self.wn
+        WARP * self.warps()
+    }
+
+    /// Steps of K (of the instruction's K) each group of warps takes in a K tile of
+    /// `bytes`-byte inputs.
+    pub fn steps_per_group(&self, bytes: u32) -> u32 {
+        self.bk / instruction(bytes).2 / self.wk
     }
 
     /// A's and B's tiles for operands of `bytes`-byte elements in `layouts`. 32-bit operands
@@ -164,13 +185,19 @@ impl MmaConfig {
             })
             .max()
             .unwrap_or(0);
-        ((self.stages * stage + self.scratch(bytes)) * bytes) as usize
+        ((self.stages * stage + self.scratch(bytes)) * bytes) as usize + self.sums_bytes()
+    }
+
+    /// Shared memory where the groups of warps along K after the first leave their sums of the
+    /// block (f32), in bytes.
+    pub fn sums_bytes(&self) -> usize {
+        (self.wk.saturating_sub(1) * self.bm * self.bn * 4) as usize
     }
 
     /// Elements of scratch the emulation needs after B's stages.
     fn scratch(&self, bytes: u32) -> u32 {
         if self.emulate {
-            self.scratch_per_warp(bytes) * self.wm * self.wn
+            self.scratch_per_warp(bytes) * self.warps()
         } else {
             0
         }
@@ -214,13 +241,14 @@ impl MmaConfig {
             })
         });
         self.split >= 1
+            && self.wk >= 1
             && self.bm.is_multiple_of(self.wm)
             && self.bn.is_multiple_of(self.wn)
             && self.warp_m().is_multiple_of(im)
             && self.warp_n().is_multiple_of(2 * in_)
-            // An even number of steps of K, at least 2: the next tile's first fragments go to
-            // set 0, and the barrier comes a step before the tile's end.
-            && self.bk.is_multiple_of(2 * ik)
+            // An even number of steps of K for each group of warps, at least 2: the next tile's
+            // first fragments go to set 0, and the barrier comes a step before the tile's end.
+            && self.bk.is_multiple_of(2 * ik * self.wk)
             && self.stages >= 2
             && tiles_fit
     }
@@ -237,12 +265,13 @@ impl MmaConfig {
     /// (`fragment_offset`), as
     /// [`Swizzle::position`](crate::kernels::common::async_copy::Swizzle::position) places
     /// them: for `bytes`-byte inputs, in every layout of each operand read with `ldmatrix`,
-    /// for every warp, lane, fragment and step. It holds where a warp's fragments cover an
-    /// aligned power of two of chunks within a row (warp tiles of 64 hold 8 of 16 or more,
-    /// steps 2·BK/IK of BK/(16 bytes)).
+    /// for every warp, lane, fragment and step, each group of warps along K from its own first
+    /// step. It holds where a warp's fragments cover an aligned power of two of chunks within a
+    /// row (warp tiles of 64 hold 8 of 16 or more, a group's steps 2·BK/(IK·WK) of BK/(16
+    /// bytes), from a multiple of their count).
     pub fn xor_moves_hold(&self, bytes: u32) -> bool {
         let (im, in_, ik) = instruction(bytes);
-        let steps = self.bk / ik;
+        let steps = self.steps_per_group(bytes);
         Self::all_layouts().iter().all(|&layouts| {
             let (ta, tb) = self.tiles(bytes, layouts);
             let a = (ta, true, self.warp_m(), self.warp_m() / im, self.wm);
@@ -271,15 +300,18 @@ impl MmaConfig {
                                 place(kk * ik + k_quad * 8 + sub, origin + o * 16 + outer_quad)
                             }
                         };
-                        let base = at(0, 0) * t.per_chunk;
-                        (0..outer).all(|o| {
-                            (0..steps).all(|kk| {
-                                let moved = if rows_are_outer {
-                                    (base + o * 16 * row_elems) ^ (2 * kk * t.per_chunk)
-                                } else {
-                                    (base + kk * ik * row_elems) ^ (2 * o * t.per_chunk)
-                                };
-                                moved == at(o, kk) * t.per_chunk
+                        (0..self.wk).all(|group| {
+                            let first = group * steps;
+                            let base = at(0, first) * t.per_chunk;
+                            (0..outer).all(|o| {
+                                (0..steps).all(|kk| {
+                                    let moved = if rows_are_outer {
+                                        (base + o * 16 * row_elems) ^ (2 * kk * t.per_chunk)
+                                    } else {
+                                        (base + kk * ik * row_elems) ^ (2 * o * t.per_chunk)
+                                    };
+                                    moved == at(o, first + kk) * t.per_chunk
+                                })
                             })
                         })
                     })
@@ -292,10 +324,10 @@ impl MmaConfig {
     /// where `word_offset` places them from its first one, as
     /// [`Swizzle::position`](crate::kernels::common::async_copy::Swizzle::position) places
     /// them: for every stage, warp, lane, 8-wide fragment `u` (A's rows, B's columns),
-    /// register half `h` (4 more of K) and step.
+    /// register half `h` (4 more of K) and step, each group of warps along K from its own first
+    /// step.
     pub fn word_moves_hold(&self) -> bool {
-        let (_, _, ik) = instruction(4);
-        let steps = self.bk / ik;
+        let steps = self.steps_per_group(4);
         let layouts = Layouts {
             a_by_cols: true,
             b_by_cols: false,
@@ -312,9 +344,10 @@ impl MmaConfig {
                     let stage_base = stage * t.elements();
                     (0..warps).all(|w| {
                         let origin = w * warp_span;
-                        (0..WARP).all(|lane| {
+                        (0..WARP * self.wk).all(|unit| {
+                            let (lane, first) = (unit % WARP, unit / WARP * steps);
                             let (g, q) = (lane / 4, lane % 4);
-                            let base = place(q, origin + g);
+                            let base = place(8 * first + q, origin + g);
                             (0..warp_span / 8).all(|u| {
                                 (0..2).all(|h| {
                                     (0..steps).all(|kk| {
@@ -322,9 +355,8 @@ impl MmaConfig {
                                             + stage_base
                                             + (4 * h + 8 * kk) * row_elems
                                             + 8 * u;
-                                        moved
-                                            == stage_base
-                                                + place(8 * kk + 4 * h + q, origin + 8 * u + g)
+                                        let k = 8 * (first + kk) + 4 * h + q;
+                                        moved == stage_base + place(k, origin + 8 * u + g)
                                     })
                                 })
                             })
@@ -337,8 +369,9 @@ impl MmaConfig {
 
 
 /// A lane's `ldmatrix.x4` address into one operand's stage (in elements from the stage's
-/// start) for its warp tile's first fragment at the first step of K, the warp tile starting at
-/// `origin` (its first row of A, or column of B); [`fragment_offset`] derives the others.
+/// start) for its warp tile's first fragment at step `first` of K (its group's first, along
+/// K), the warp tile starting at `origin` (its first row of A, or column of B);
+/// [`fragment_offset`] derives the others.
 ///
 /// Lane `l` gives the address of row `l % 8` of 8×8 matrix `l / 8` (of 16-bit elements: a
 /// row is one 16-byte chunk). Of a 16×IK fragment of A the matrices are rows (quad % 2)·8..
@@ -349,6 +382,7 @@ impl MmaConfig {
 fn fragment_bases(
     lane: u32,
     origin: u32,
+    first: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
 ) -> Array<u32> {
@@ -359,10 +393,12 @@ fn fragment_bases(
     } else {
         ((quad / 2) * 8, quad % 2)
     };
+    // A step of K is two chunks: 16 elements of 16 bits, 8 of 32.
+    let k = first * comptime!(2 * per_chunk);
     let (row, along) = if comptime!(is_a != staged.by_cols) {
-        (origin + outer_quad + sub, k_chunk * per_chunk)
+        (origin + outer_quad + sub, k + k_chunk * per_chunk)
     } else {
-        (k_chunk * 8 + sub, origin + outer_quad)
+        (k + k_chunk * 8 + sub, origin + outer_quad)
     };
     let mut bases = Array::<u32>::new(1usize);
     bases[0] = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
@@ -399,15 +435,17 @@ fn fragment_offset(
 
 /// A lane's first 32-bit fragment element in an operand's stage (tf32 stored with M or N
 /// contiguous: rows of K, [`Swizzle::words`]): lane (g, q) = (`lane` / 4, `lane` % 4) holds,
-/// in m16n8k8, A's rows g and g + 8 and B's column g, at K q and q + 4, so its first is row q
-/// of the stage at column `origin` + g. [`word_offset`] derives the others.
+/// in m16n8k8, A's rows g and g + 8 and B's column g, at K q and q + 4, so its first is row
+/// q of step `first` (its group's first, along K) of the stage, at column `origin` + g.
+/// [`word_offset`] derives the others.
 #[cube]
-fn word_bases(lane: u32, origin: u32, #[comptime] staged: StagedTile) -> Array<u32> {
+fn word_bases(lane: u32, origin: u32, first: u32, #[comptime] staged: StagedTile) -> Array<u32> {
     let (g, q) = (lane / 4, lane % 4);
     let per_chunk = comptime!(staged.per_chunk);
     let col = origin + g;
+    let row = first * comptime!(instruction(4).2) + q;
     let mut bases = Array::<u32>::new(1usize);
-    bases[0] = swizzled(q, col / per_chunk, staged.swizzle) * per_chunk + col % per_chunk;
+    bases[0] = swizzled(row, col / per_chunk, staged.swizzle) * per_chunk + col % per_chunk;
     bases
 }
 
@@ -527,8 +565,9 @@ fn scratch_slot(
     (a_scratch, a_scratch + comptime!(mi * fm * fk))
 }
 
-/// Loads step `kk` of the tile in `stage` (a run-time value: offsets fixed at compile time
-/// per stage would each hold a register) into fragment set `slot`: MI `ldmatrix.x4` of A and
+/// Loads step `kk` of the warp's group (from its step `first` of K; the lane's `bases` start
+/// there) of the tile in `stage` (a run-time value: offsets fixed at compile time per stage
+/// would each hold a register) into fragment set `slot`: MI `ldmatrix.x4` of A and
 /// NI/2 of B (transposed where the operand is stored across the fragments' rows), or for tf32
 /// stored so, 4 32-bit loads per fragment of A and pair of B.
 #[cube]
@@ -542,6 +581,7 @@ fn load_step<F: Float, NF: Size, A: Float>(
     frags: &mut Fragments<F, NF>,
     warp_row: u32,
     warp_col: u32,
+    first: u32,
     stage: u32,
     #[comptime] slot: u32,
     #[comptime] kk: u32,
@@ -568,8 +608,8 @@ fn load_step<F: Float, NF: Size, A: Float>(
                 );
             } else {
                 emulated_ldmatrix::<F>(
-                    shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, base_a, i, kk, tile_a,
-                    true, comptime!(tile_a.by_cols),
+                    shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, first, base_a, i, kk,
+                    tile_a, true, comptime!(tile_a.by_cols),
                 );
             }
         }
@@ -582,8 +622,8 @@ fn load_step<F: Float, NF: Size, A: Float>(
                 );
             } else {
                 emulated_ldmatrix::<F>(
-                    shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, base_b, p, kk, tile_b,
-                    false, comptime!(!tile_b.by_cols),
+                    shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, first, base_b, p, kk,
+                    tile_b, false, comptime!(!tile_b.by_cols),
                 );
             }
         }
@@ -764,6 +804,7 @@ fn k_loop<F: Float, NF: Size, A: Float>(
     col0: u32,
     warp_row: u32,
     warp_col: u32,
+    first: u32,
     #[comptime] config: MmaConfig,
     #[comptime] layouts: Layouts,
     #[comptime] width_a: u32,
@@ -781,14 +822,14 @@ fn k_loop<F: Float, NF: Size, A: Float>(
     let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
     let lane = UNIT_POS_X;
     let bases_a = if comptime!(MmaConfig::reads_words(bytes, true, tile_a.by_cols)) {
-        word_bases(lane, warp_row, tile_a)
+        word_bases(lane, warp_row, first, tile_a)
     } else {
-        fragment_bases(lane, warp_row, tile_a, true)
+        fragment_bases(lane, warp_row, first, tile_a, true)
     };
     let bases_b = if comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols)) {
-        word_bases(lane, warp_col, tile_b)
+        word_bases(lane, warp_col, first, tile_b)
     } else {
-        fragment_bases(lane, warp_col, tile_b, false)
+        fragment_bases(lane, warp_col, first, tile_b, false)
     };
     let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
@@ -818,8 +859,8 @@ fn k_loop<F: Float, NF: Size, A: Float>(
             full.index(0usize).wait_parity(0u32);
         }
         load_step::<F, NF, A>(
-            def, shared_a, shared_b, &bases_a, &bases_b, &mut frags, warp_row, warp_col, 0u32,
-            0u32, 0u32, config, layouts,
+            def, shared_a, shared_b, &bases_a, &bases_b, &mut frags, warp_row, warp_col, first,
+            0u32, 0u32, 0u32, config, layouts,
         );
     }
 
@@ -845,15 +886,15 @@ fn k_loop<F: Float, NF: Size, A: Float>(
                     stage = k_tile::<F, NF, A>(
                         a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc,
                         &mut frags, &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0,
-                        warp_row, warp_col, t, tiles, group, stage, s, config, layouts, width_a,
-                        width_b, fast,
+                        warp_row, warp_col, first, t, tiles, group, stage, s, config, layouts,
+                        width_a, width_b, fast,
                     );
                 }
             } else {
                 stage = k_tile::<F, NF, A>(
                     a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc, &mut frags,
                     &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0, warp_row, warp_col,
-                    t, tiles, group, stage, s, config, layouts, width_a, width_b, fast,
+                    first, t, tiles, group, stage, s, config, layouts, width_a, width_b, fast,
                 );
             }
         }
@@ -866,7 +907,7 @@ fn k_loop<F: Float, NF: Size, A: Float>(
                 stage = k_tile::<F, NF, A>(
                     a, b, va, vb, dims, shared_a, shared_b, full, acc, emulated_acc, &mut frags,
                     &bases_a, &bases_b, &plan_a, &plan_b, batch, row0, col0, warp_row, warp_col,
-                    t, tiles, groups, stage, s, config, layouts, width_a, width_b, fast,
+                    first, t, tiles, groups, stage, s, config, layouts, width_a, width_b, fast,
                 );
             }
         }
@@ -899,6 +940,7 @@ fn k_tile<F: Float, NF: Size, A: Float>(
     col0: u32,
     warp_row: u32,
     warp_col: u32,
+    first: u32,
     t: u32,
     tiles: u32,
     group: u32,
@@ -914,7 +956,8 @@ fn k_tile<F: Float, NF: Size, A: Float>(
     let (fm, fn_, fk) = comptime!(instruction(size as u32));
     let stages = comptime!(config.stages);
     let emulate = comptime!(config.emulate);
-    let steps = comptime!(config.bk / fk);
+    // The steps of the warp's group of K.
+    let steps = comptime!(config.bk / fk / config.wk);
     // The copies spread over every step but the last, and committed with the barrier's wait
     // (as CUTLASS's): the last step is its fragments' loads and its MMAs alone.
     let parts = comptime!(steps - 1);
@@ -942,13 +985,13 @@ fn k_tile<F: Float, NF: Size, A: Float>(
         if comptime!(kk + 1 < steps) {
             load_step::<F, NF, A>(
                 def, shared_a, shared_b, bases_a, bases_b, frags, warp_row,
-                warp_col, stage, comptime!((kk + 1) % 2), comptime!(kk + 1), config,
+                warp_col, first, stage, comptime!((kk + 1) % 2), comptime!(kk + 1), config,
                 layouts,
             );
         } else {
             load_step::<F, NF, A>(
                 def, shared_a, shared_b, bases_a, bases_b, frags, warp_row,
-                warp_col, next, 0u32, 0u32, config, layouts,
+                warp_col, first, next, 0u32, 0u32, config, layouts,
             );
         }
         if comptime!(kk < parts) {
@@ -1061,7 +1104,15 @@ pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size
         let batch = CUBE_POS_Z + dims.batch_begin;
         (batch, batch, dims)
     };
-    let (lane, warp) = (UNIT_POS_X, UNIT_POS_Y);
+    let warp = UNIT_POS_Y;
+    // The warp's group along K (sliced K), and its place among the group's WM×WN warps.
+    let (group, warp) = if comptime!(config.wk > 1) {
+        let per_group = comptime!(config.wm * config.wn);
+        (warp / per_group, warp % per_group)
+    } else {
+        (0u32, warp)
+    };
+    let first = group * comptime!(config.steps_per_group(bytes));
     let warp_row = (warp / comptime!(config.wn)) * comptime!(config.warp_m());
     let warp_col = (warp % comptime!(config.wn)) * comptime!(config.warp_n());
 
@@ -1098,21 +1149,21 @@ pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size
         if whole {
             k_loop::<F, NF, A>(
                 a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
-                &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts,
-                width_a, width_b, true,
+                &mut emulated_acc, batch, row0, col0, warp_row, warp_col, first, config,
+                layouts, width_a, width_b, true,
             );
         } else {
             k_loop::<F, NF, A>(
                 a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
-                &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts,
-                width_a, width_b, false,
+                &mut emulated_acc, batch, row0, col0, warp_row, warp_col, first, config,
+                layouts, width_a, width_b, false,
             );
         }
     } else {
         k_loop::<F, NF, A>(
             a, b, &va, &vb, &dims, &mut shared_a, &mut shared_b, &full, &mut acc,
-            &mut emulated_acc, batch, row0, col0, warp_row, warp_col, config, layouts, width_a,
-            width_b, false,
+            &mut emulated_acc, batch, row0, col0, warp_row, warp_col, first, config, layouts,
+            width_a, width_b, false,
         );
     }
     if comptime!(config.emulate) {
@@ -1130,8 +1181,101 @@ pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size
         }
     }
 
-    // The epilogue, from the fragments: lane (g, q) = (lane / 4, lane % 4) holds columns
-    // 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment.
+    // Sliced K: the first group adds the others' sums, and stores the block alone.
+    if comptime!(config.wk > 1) {
+        sum_groups::<A>(&mut acc, group, warp, comptime!(mi * ni), config);
+        if group == 0 {
+            epilogue::<A, O, NC>(
+                c, &vc, &dims, &acc, c_batch, row0, col0, warp_row, warp_col, alpha, beta, mi,
+                ni, width_c, config,
+            );
+        }
+    } else {
+        epilogue::<A, O, NC>(
+            c, &vc, &dims, &acc, c_batch, row0, col0, warp_row, warp_col, alpha, beta, mi, ni,
+            width_c, config,
+        );
+    }
+}
+
+/// Adds into the first group of warps along K the sums of the others, through shared memory:
+/// each unit's accumulators at a stride of the group's units, so that a warp's stores and
+/// loads fall in 32 distinct banks. (Behind the pipeline's stages: the copies past the slab's
+/// end that may still land there zero-fill stages, not this.)
+#[cube]
+fn sum_groups<A: Float>(
+    acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
+    group: u32,
+    warp: u32,
+    #[comptime] fragments: u32,
+    #[comptime] config: MmaConfig,
+) {
+    let units = comptime!(WARP * config.wm * config.wn);
+    let per_group = comptime!(fragments * 4 * units);
+    let mut sums = SharedMemory::<A>::new(comptime!(((config.wk - 1) * per_group) as usize));
+    let unit = warp * WARP + UNIT_POS_X;
+    if group > 0 {
+        let base = (group - 1) * per_group + unit;
+        #[unroll]
+        for f in 0..fragments {
+            let frag = acc.index(comptime!(f as usize));
+            #[unroll]
+            for h in 0..2u32 {
+                let pair = frag[h as usize];
+                #[unroll]
+                for e in 0..2u32 {
+                    sums[(base + comptime!(((f * 2 + h) * 2 + e) * units)) as usize] =
+                        pair[e as usize];
+                }
+            }
+        }
+    }
+    sync_cube();
+    if group == 0 {
+        #[unroll]
+        for other in 0..comptime!(config.wk - 1) {
+            let base = comptime!(other * per_group) + unit;
+            #[unroll]
+            for f in 0..fragments {
+                let frag = acc.index_mut(comptime!(f as usize));
+                #[unroll]
+                for h in 0..2u32 {
+                    let mut pair = frag[h as usize];
+                    #[unroll]
+                    for e in 0..2u32 {
+                        pair[e as usize] +=
+                            sums[(base + comptime!(((f * 2 + h) * 2 + e) * units)) as usize];
+                    }
+                    frag[h as usize] = pair;
+                }
+            }
+        }
+    }
+}
+
+/// α·(the warp's tile) + β·C into C, from the fragments: lane (g, q) = (lane / 4, lane % 4)
+/// holds columns 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn epilogue<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    vc: &View,
+    dims: &Dims,
+    acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    c_batch: u32,
+    row0: u32,
+    col0: u32,
+    warp_row: u32,
+    warp_col: u32,
+    alpha: A,
+    beta: A,
+    #[comptime] mi: u32,
+    #[comptime] ni: u32,
+    #[comptime] width_c: u32,
+    #[comptime] config: MmaConfig,
+) {
+    let (bm, bn) = comptime!((config.bm, config.bn));
+    let lane = UNIT_POS_X;
     let g = lane / 4;
     let q = lane % 4;
     let inside = row0 + bm <= dims.m && col0 + bn <= dims.n;
@@ -1142,23 +1286,23 @@ pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size
         if inside {
             if beta == A::new(0.0) {
                 store_tile::<A, O, NC>(
-                    c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                    c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
                     false,
                 );
             } else {
                 store_tile::<A, O, NC>(
-                    c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                    c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
                     true,
                 );
             }
         } else {
             store_tile::<A, O, NC>(
-                c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
+                c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
             );
         }
     } else {
         store_tile::<A, O, NC>(
-            c, &vc, &dims, &acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
+            c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
         );
     }
 }
@@ -1321,6 +1465,7 @@ impl Rung for Mma {
             wn,
             stages,
             split,
+            wk: 1,
             emulate: false,
         };
         // 64×64 warp tiles, CUTLASS's large configurations: 4 HMMA per ldmatrix (a 64×32 warp
@@ -1345,6 +1490,10 @@ impl Rung for Mma {
             config(128, 128, 32, 2, 2, 3, 2),
             config(128, 128, 32, 2, 2, 3, 4),
             config(64, 128, 32, 2, 2, 3, 1),
+            MmaConfig {
+                wk: 2,
+                ..config(64, 128, 64, 2, 2, 3, 1)
+            },
         ]
         .into_iter()
         .filter(MmaConfig::valid)
@@ -1360,12 +1509,19 @@ impl Rung for Mma {
             wn: 2,
             stages: 3,
             split: 1,
+            wk: 1,
             emulate: false,
         }
     }
 
     fn parse(text: &str) -> Result<MmaConfig, String> {
-        let v = super::parse_settings(text, &MmaConfig::KEYS)?;
+        // wk may be left out: 1, as the configurations were named before it.
+        let text = if text.split(':').any(|part| part.starts_with("wk=")) {
+            text.to_string()
+        } else {
+            format!("{text}:wk=1")
+        };
+        let v = super::parse_settings(&text, &MmaConfig::KEYS)?;
         let config = MmaConfig {
             bm: v[0],
             bn: v[1],
@@ -1374,6 +1530,7 @@ impl Rung for Mma {
             wn: v[4],
             stages: v[5],
             split: v[6],
+            wk: v[7],
             emulate: false,
         };
         super::one_of(config, Self::configs(), Self::show)
@@ -1381,7 +1538,7 @@ impl Rung for Mma {
 
     fn show(c: &MmaConfig) -> String {
         format!(
-            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}:split={}{}",
+            "bm={}:bn={}:bk={}:wm={}:wn={}:stages={}:split={}{}{}",
             c.bm,
             c.bn,
             c.bk,
@@ -1389,12 +1546,21 @@ impl Rung for Mma {
             c.wn,
             c.stages,
             c.split,
+            if c.wk > 1 {
+                format!(":wk={}", c.wk)
+            } else {
+                String::new()
+            },
             if c.emulate { " (emulated)" } else { "" }
         )
     }
 
     fn k_splits(c: &MmaConfig) -> u32 {
         c.split
+    }
+
+    fn k_groups(c: &MmaConfig) -> u32 {
+        c.wk
     }
 
     fn quick_to_compile(c: &MmaConfig, precision: Precision) -> bool {
@@ -1477,7 +1643,7 @@ impl Rung for Mma {
         super::block_tiled_shape(
             problem,
             [c.bn, c.bm],
-            [WARP, c.wm * c.wn],
+            [WARP, c.warps()],
             c.shared_bytes(bytes) + 128,
             c.bk,
         )
@@ -1500,7 +1666,7 @@ impl Rung for Mma {
             copy_width(&args.views[1], bytes),
         );
         let width_c = store_width(&args.views[2], 2);
-        let dim = CubeDim::new_2d(WARP, config.wm * config.wn);
+        let dim = CubeDim::new_2d(WARP, config.warps());
         let layouts = args.layouts();
         let gemm = args.gemm::<A, R>();
         // f32 data are multiplied as tf32 (`computes` takes no f32 precision): as tf32 on the
@@ -1552,7 +1718,7 @@ impl Rung for Mma {
         } else {
             go!(I::Fragment)
         }
-        CubeDim::new_2d(WARP, config.wm * config.wn)
+        CubeDim::new_2d(WARP, config.warps())
     }
 }
 
@@ -1673,6 +1839,7 @@ mod tests {
             wn,
             stages: 3,
             split: 1,
+            wk: 1,
             emulate: true,
         }
     }
@@ -1691,11 +1858,17 @@ mod tests {
                 "{bm}×{bn}"
             );
         }
-        assert_eq!(configs.len(), 10);
-        // For products of few blocks, 64×128 in 4 warps of 32×64.
-        assert!(configs
-            .iter()
-            .any(|c| (c.bm, c.bn, c.warp_m(), c.warp_n(), c.split) == (64, 128, 32, 64, 1)));
+        assert_eq!(configs.len(), 11);
+        // For products of few blocks, 64×128 in 4 warps of 32×64, and in 8 of them, two groups
+        // along K of BK = 64 (2 steps each).
+        for wk in [1, 2] {
+            assert!(configs.iter().any(|c| (c.bm, c.bn, c.warp_m(), c.warp_n(), c.split, c.wk)
+                == (64, 128, 32, 64, 1, wk)));
+        }
+        let sliced: Vec<_> = configs.iter().filter(|c| c.wk > 1).collect();
+        assert_eq!(sliced.len(), 1);
+        assert_eq!((sliced[0].warps(), sliced[0].steps_per_group(2)), (8, 2));
+        assert_eq!(sliced[0].sums_bytes(), 64 * 128 * 4);
         // tf32's own (BK = 16: 64 bytes of K, as 32 halves), and those of BK = 32 compute it
         // too but split ones and 64×128; BK = 64, f16 and bf16 only.
         let tf32 = Precision::new(DType::TF32, DType::F32).unwrap();
@@ -1731,6 +1904,7 @@ mod tests {
             wn,
             stages: 3,
             split: 1,
+            wk: 1,
             emulate: false,
         };
         // The registered tiles, and the emulation's small ones (warp tiles of 32).
@@ -1747,6 +1921,23 @@ mod tests {
         {
             assert!(c.xor_moves_hold(4) && c.word_moves_hold(), "{c:?}");
         }
+        // Groups of warps along K, each from its own first step: two groups of 2 steps (as the
+        // registered 64×128's, above), four of 2, two of 4.
+        for (bk, wk) in [(64, 2), (128, 4), (128, 2)] {
+            let c = MmaConfig {
+                bk,
+                wk,
+                ..config(32, 32, 1, 1)
+            };
+            assert!(c.valid_for(2) && c.valid_for(4), "{c:?}");
+        }
+        // Groups of 6 steps start at step 6, whose chunks 12.. are not an aligned power of two.
+        let six = MmaConfig {
+            bk: 192,
+            wk: 2,
+            ..config(32, 32, 1, 1)
+        };
+        assert!(!six.xor_moves_hold(2));
         // Warp tiles of 48 columns start at chunk 6 of B's rows: the fragments' chunks are not
         // an aligned power of two, and a carry crosses the XORed bits.
         let unaligned = config(64, 96, 1, 2);
