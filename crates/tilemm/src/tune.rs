@@ -323,14 +323,36 @@ fn ms<S: Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error>
 pub struct Timed {
     /// What ran.
     pub plan: Plan,
-    /// Median of its timed runs, in milliseconds (one run when it was clearly slower than the
-    /// best so far).
+    /// Median of its timed runs, per launch, in milliseconds (one run when it was clearly
+    /// slower than the best so far).
     pub median_ms: f64,
-    /// The fastest of its runs, in milliseconds: what candidates are ranked by, since noise on
-    /// a shared machine only ever adds time.
+    /// The fastest of its runs, per launch, in milliseconds: what candidates are ranked by,
+    /// since noise on a shared machine only ever adds time.
     pub min_ms: f64,
     /// Its runs.
     pub runs: usize,
+    /// Launches per run, back to back within one timing ([`launches_per_run`]).
+    pub launches: usize,
+}
+
+/// How long one timed run of a candidate spans at least, in milliseconds, where
+/// [`MAX_LAUNCHES`] allows: a product shorter than this is launched again back to back within
+/// the run, and the run's time divided among the launches. The host's wait for the device is
+/// a fixed cost of each timing (tens of µs on CUDA, where an H100 multiplies 1024³ in 16 µs:
+/// BENCHMARKS.md, 2026-11-28), which would otherwise rank small classes by noise.
+pub const RUN_SPAN_MS: f64 = 1.0;
+
+/// Launches per timed run at most.
+pub const MAX_LAUNCHES: usize = 32;
+
+/// Launches per timed run of a candidate whose one launch, timed alone, took `single_ms`
+/// (the wait included): enough to span [`RUN_SPAN_MS`], from 1 to [`MAX_LAUNCHES`].
+pub fn launches_per_run(single_ms: f64) -> usize {
+    if single_ms.is_nan() || single_ms <= 0.0 {
+        return 1;
+    }
+    // (A float to usize cast saturates; the clamp bounds it.)
+    ((RUN_SPAN_MS / single_ms).ceil() as usize).clamp(1, MAX_LAUNCHES)
 }
 
 /// What the tuner did, for the report.
@@ -721,6 +743,7 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
                     median_ms: entry.median_ms,
                     min_ms: entry.min_ms,
                     runs: 0,
+                    launches: 0,
                 };
                 previous = Some((timed, entry.tried));
             }
@@ -796,20 +819,32 @@ pub fn choose(gpu: &GpuSession, problem: &Problem, options: &TuneOptions) -> Res
         let schedule = gpu.schedule(&proxy, plan);
         let runs = schedule.and_then(|schedule| {
             gpu.compile_scheduled(&schedule)?;
-            let time = || gpu.time_ms(|| gpu.enqueue_scheduled(&schedule, &a, &b, &c).map(|_| ()));
+            let launch = || gpu.enqueue_scheduled(&schedule, &a, &b, &c).map(|_| ());
+            // One launch alone sizes the runs; where it spans a run already, it is the first.
+            let single = gpu.time_ms(launch)?;
+            let launches = launches_per_run(single);
+            let time = || -> Result<f64> {
+                let all = gpu.time_ms(|| (0..launches).try_for_each(|_| launch()))?;
+                Ok(all / launches as f64)
+            };
+            let mut runs = if launches == 1 {
+                Samples(vec![single])
+            } else {
+                Samples::take(1, time)?
+            };
             // One run is enough to drop a candidate twice as slow as the best.
-            let mut runs = Samples::take(1, time)?;
             if runs.min() < 2.0 * best {
                 runs.extend(4, time)?;
             }
-            Ok(runs)
+            Ok((runs, launches))
         });
         match runs {
-            Ok(runs) => timed.push(Timed {
+            Ok((runs, launches)) => timed.push(Timed {
                 plan: *plan,
                 median_ms: runs.median(),
                 min_ms: runs.min(),
                 runs: runs.0.len(),
+                launches,
             }),
             Err(e) => skip(&mut notes, plan, e),
         }
@@ -970,6 +1005,22 @@ mod tests {
             [slow],
             "a slow kernel is still a candidate when it is the only one"
         );
+    }
+
+    #[test]
+    fn short_products_are_timed_in_runs_of_back_to_back_launches() {
+        // 1024³ on an H100 with the host's wait: about 0.05 ms alone, 20 launches a run.
+        assert_eq!(launches_per_run(0.05), 20);
+        assert_eq!(launches_per_run(0.3), 4);
+        // A run's worth alone (lavapipe's products): as before, one launch a run.
+        assert_eq!(launches_per_run(RUN_SPAN_MS), 1);
+        assert_eq!(launches_per_run(40.0), 1);
+        // At most MAX_LAUNCHES; and a time that is no time is one launch.
+        assert_eq!(launches_per_run(1e-6), MAX_LAUNCHES);
+        for nothing in [0.0, -1.0, f64::NAN] {
+            assert_eq!(launches_per_run(nothing), 1);
+        }
+        assert_eq!(launches_per_run(f64::INFINITY), 1);
     }
 
     #[test]

@@ -172,14 +172,32 @@ fn check(plan: &Plan, name: &str, p: &Problem, rng: &mut StdRng) {
     assert!(check.pass, "{plan} on {name}, random: {check:?}");
 }
 
-#[test]
-fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_elsewhere() {
+/// The 16-bit configurations of `whole` (the default block's, 128×128 in 3 stages, BK 32 and
+/// 64: the whole contract) or of the rest (the problems their schedules change), each on an
+/// NVIDIA GPU from sm_80 on (TILEMM_TEST_BACKEND=cuda, scripts/gpu-check), else refused with
+/// the typed error. Two tests, so that a GPU check can run each in a step of its own
+/// (`GPU_MMA_FILTER`): each problem is a JIT compile of 4–9 s here, about 20 s on the H100's
+/// host, 30 of them in all.
+fn contract_on_mma_sync(whole: bool) {
     let info = gpu().info();
+    let configs: Vec<(Config, MmaConfig)> = Kernel::Mma
+        .configs()
+        .into_iter()
+        .filter_map(|config| match config {
+            Config::Mma(c) if c.valid_for(2) => Some((config, c)),
+            _ => None,
+        })
+        .filter(|(_, c)| (c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3)) == whole)
+        .collect();
+    assert!(!configs.is_empty());
+    let which = if whole {
+        "the whole contract"
+    } else {
+        "the other configurations' schedules"
+    };
     if info.copy_async && !info.register_mma.is_empty() {
-        // An NVIDIA GPU from sm_80 on (TILEMM_TEST_BACKEND=cuda, scripts/gpu-check): the real
-        // kernel, every configuration that takes 16-bit inputs, over the contract and in bf16.
-        println!("branch taken: mma.sync on {}: the contract", info.name);
-        let mut rng = StdRng::seed_from_u64(29);
+        println!("branch taken: mma.sync on {}: {which}", info.name);
+        let mut rng = StdRng::seed_from_u64(if whole { 29 } else { 37 });
         let bf16 = |output| {
             Shape {
                 precision: Precision::new(DType::BF16, output).unwrap(),
@@ -189,20 +207,10 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
             .unwrap()
         };
         let (bf16_f32, bf16) = (bf16(DType::F32), bf16(DType::BF16));
-        // The whole contract in the default configuration and the BK = 64 one of the same
-        // block; in the others, the problems their schedule changes (whole blocks beside edge
-        // ones, whole groups of stages) and bf16: each problem is a JIT compile of 4–9 s here,
-        // about 20 s on the H100's host.
+        // The rest: whole blocks beside edge ones and whole groups of stages, and bf16.
         let contract = contract();
-        for config in Kernel::Mma.configs() {
-            let Config::Mma(c) = config else {
-                unreachable!()
-            };
-            if !c.valid_for(2) {
-                continue;
-            }
+        for (config, _) in configs {
             let plan = Plan::new(config);
-            let whole = c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3);
             for (i, (name, p)) in contract.iter().enumerate() {
                 if whole || i == 0 || i == 2 {
                     check(&plan, name, p, &mut rng);
@@ -215,26 +223,31 @@ fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_el
         }
         return;
     }
-    println!("branch taken: no mma.sync on {}: refusals", info.name);
+    println!(
+        "branch taken: no mma.sync on {}: refusals ({which})",
+        info.name
+    );
     let probe = shape(64, 64, 64).problem().unwrap();
-    for config in Kernel::Mma.configs() {
-        let Config::Mma(c) = config else {
-            unreachable!()
-        };
-        if !c.valid_for(2) {
-            continue;
-        }
+    for (config, _) in configs {
         let err = Plan::new(config).check(&probe, info).unwrap_err();
         assert!(without_mma_sync(&err), "{config}: {err}");
     }
+}
+
+#[test]
+fn the_configurations_pass_the_contract_where_mma_sync_exists_and_are_refused_elsewhere() {
+    contract_on_mma_sync(true);
     // f32 is no input of the rung, anywhere (f32 data are multiplied as tf32 only when asked).
     let f32_probe = Problem::new(8, 8, 8).unwrap();
     for config in Kernel::Mma.configs() {
-        assert!(
-            Plan::new(config).check(&f32_probe, info).is_err(),
-            "{config}"
-        );
+        let checked = Plan::new(config).check(&f32_probe, gpu().info());
+        assert!(checked.is_err(), "{config}");
     }
+}
+
+#[test]
+fn the_other_schedules_pass_their_problems_where_mma_sync_exists_and_are_refused_elsewhere() {
+    contract_on_mma_sync(false);
 }
 
 /// tf32 (`mma.m16n8k8`) on its own, so that a GPU check can run it alone (`GPU_MMA_FILTER`).

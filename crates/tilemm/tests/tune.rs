@@ -47,6 +47,15 @@ fn auto_tunes_verifies_and_saves_and_the_next_call_of_the_class_hits_the_cache()
         .timed
         .windows(2)
         .all(|w| w[0].min_ms <= w[1].min_ms && w[0].min_ms <= w[0].median_ms));
+    // Each run timed launches back to back where one launch was short of a run's span.
+    let launches: Vec<usize> = first.timed.iter().map(|t| t.launches).collect();
+    println!("launches per run: {launches:?}");
+    assert!(
+        launches
+            .iter()
+            .all(|l| (1..=tune::MAX_LAUNCHES).contains(l)),
+        "{launches:?}"
+    );
 
     // The choice computes the problem itself within the bound.
     let ops = inputs::random_operands(&problem, 5).unwrap();
