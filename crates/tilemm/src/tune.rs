@@ -481,15 +481,16 @@ struct Entry {
     verified: bool,
 }
 
-/// The tuning cache at `path`: format 2; entries hold for the tilemm version that wrote them
-/// (whose kernels may differ); thousands of choices take a few hundred KiB, so a file over
+/// The tuning cache at `path`: format 3 (times per launch in runs of back-to-back launches;
+/// format 2's were one launch with the host's wait); entries hold for the tilemm version that
+/// wrote them (whose kernels may differ); thousands of choices take a few hundred KiB, so a file over
 /// 16 MiB is not read; a saver waits up to 10 s for another (each holds the lock for
 /// milliseconds).
 fn cache_store(path: &Path) -> crate::io::store::Store {
     crate::io::store::Store {
         what: "tuning cache",
         path: path.to_path_buf(),
-        format: 2,
+        format: 3,
         per_version: true,
         max_bytes: 16 << 20,
         lock_wait: Duration::from_secs(10),
@@ -1208,7 +1209,7 @@ mod tests {
         assert_eq!(cache_store(&path).load::<Entry>(&mut notes).len(), 1);
         assert!(notes.is_empty());
 
-        let old = r#"{"format": 2, "tilemm": "0.0.1", "entries": {"x": {"config": "naive:tpb=8", "median_ms": 1.0, "min_ms": 1.0, "tried": [], "complete": true, "verified": true}}}"#;
+        let old = r#"{"format": 3, "tilemm": "0.0.1", "entries": {"x": {"config": "naive:tpb=8", "median_ms": 1.0, "min_ms": 1.0, "tried": [], "complete": true, "verified": true}}}"#;
         std::fs::write(&path, old).unwrap();
         assert!(cache_store(&path).load::<Entry>(&mut notes).is_empty());
         assert!(notes[0].contains("from tilemm 0.0.1"), "{notes:?}");

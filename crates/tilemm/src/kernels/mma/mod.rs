@@ -4,8 +4,8 @@
 //! (`cp.async`) several K tiles deep. f16 and bf16 inputs, and tf32 (f32 data), f32
 //! accumulation.
 //!
-//! - **Block and warp tiles.** A cube of WM×WN warps computes a BM×BN block of C; each warp a
-//!   64×64 warp tile: per step of 16 along K it loads 4 fragments of A and 8 of B with 8
+//! - **Block and warp tiles.** A cube of WM×WN warps (times WK groups along K, below)
+//!   computes a BM×BN block of C; each warp a 64×64 warp tile: per step of 16 along K it loads 4 fragments of A and 8 of B with 8
 //!   `ldmatrix.x4` and issues 32 `mma.m16n8k16`, 4 per load.
 //! - **Pipeline.** STAGES buffers of the BM×BK and BK×BN tiles in shared memory, filled with
 //!   `cp.async` (each copy 16 bytes, zero-filled past the edges) and completed on one
@@ -247,8 +247,10 @@ impl MmaConfig {
             && self.warp_m().is_multiple_of(im)
             && self.warp_n().is_multiple_of(2 * in_)
             // An even number of steps of K for each group of warps, at least 2: the next tile's
-            // first fragments go to set 0, and the barrier comes a step before the tile's end.
+            // first fragments go to set 0, and the barrier comes a step before the tile's end. A
+            // power of two, from a multiple of it: a group's fragment addresses move by XOR.
             && self.bk.is_multiple_of(2 * ik * self.wk)
+            && self.steps_per_group(bytes).is_power_of_two()
             && self.stages >= 2
             && tiles_fit
     }
@@ -1033,7 +1035,8 @@ fn k_tile<F: Float, NF: Size, A: Float>(
 
 /// C = α·A·B + β·C over the slab `k_begin..k_end` of K, f16 or bf16 inputs (`F`) accumulated
 /// in `A` (f32). Cube (X, Y) computes the BM×BN block at (Y·BM, X·BN); warp `UNIT_POS_Y`
-/// (row-major over WM×WN) its warp tile. A and B are copied in pieces of `width_a` and
+/// (row-major over WK×WM×WN: its group along K, then its place in the group) its warp tile
+/// over its group's steps of K. A and B are copied in pieces of `width_a` and
 /// `width_b` elements (16 bytes, or 1 where they are not aligned), C stored in vectors of
 /// `NC` = `width_c` (2, or 1).
 #[cube(launch_unchecked)]
@@ -1937,7 +1940,7 @@ mod tests {
             wk: 2,
             ..config(32, 32, 1, 1)
         };
-        assert!(!six.xor_moves_hold(2));
+        assert!(!six.xor_moves_hold(2) && !six.fits(2));
         // Warp tiles of 48 columns start at chunk 6 of B's rows: the fragments' chunks are not
         // an aligned power of two, and a carry crosses the XORed bits.
         let unaligned = config(64, 96, 1, 2);
