@@ -172,6 +172,54 @@ fn check(plan: &Plan, name: &str, p: &Problem, rng: &mut StdRng) {
     assert!(check.pass, "{plan} on {name}, random: {check:?}");
 }
 
+/// Shard `i` of `n`: every n-th of `items` from the i-th.
+fn every_nth<T>(items: Vec<T>, i: usize, n: usize) -> Vec<T> {
+    items.into_iter().skip(i).step_by(n).collect()
+}
+
+#[test]
+fn the_shards_of_a_gpu_contract_check_each_configuration_once() {
+    let configs = Kernel::Mma.configs();
+    for n in 1..=configs.len() + 1 {
+        let mut all: Vec<Config> = (0..n)
+            .flat_map(|i| every_nth(configs.clone(), i, n))
+            .collect();
+        assert_eq!(all.len(), configs.len(), "{n} shards");
+        all.sort_by_key(ToString::to_string);
+        all.dedup();
+        assert_eq!(all.len(), configs.len(), "{n} shards");
+    }
+}
+
+/// `TILEMM_TEST_SHARD`'s i/n, where set.
+fn shard_of() -> Option<(usize, usize)> {
+    let text = std::env::var_os("TILEMM_TEST_SHARD")?;
+    let text = text.to_string_lossy();
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)));
+    match parsed {
+        Some((i, n)) if i < n => Some((i, n)),
+        _ => panic!("TILEMM_TEST_SHARD={text}: expected i/n with i < n, as 0/4"),
+    }
+}
+
+/// The share of a GPU contract's configurations this process checks: `TILEMM_TEST_SHARD=i/n`
+/// takes every n-th from the i-th (scripts/gpu-check runs n processes side by side, so that
+/// NVRTC compiles on n cores: about 20 s a kernel on the H100's host); all when unset.
+fn shard<T: std::fmt::Display>(configs: Vec<T>) -> Vec<T> {
+    let Some((i, n)) = shard_of() else {
+        return configs;
+    };
+    let mine = every_nth(configs, i, n);
+    let names: Vec<String> = mine.iter().map(ToString::to_string).collect();
+    println!(
+        "branch taken: shard {i}/{n} (TILEMM_TEST_SHARD): {}",
+        names.join(", ")
+    );
+    mine
+}
+
 /// The 16-bit configurations of `whole` (the default block's, 128×128 in 3 stages, BK 32 and
 /// 64: the whole contract) or of the rest (the problems their schedules change), each on an
 /// NVIDIA GPU from sm_80 on (TILEMM_TEST_BACKEND=cuda, scripts/gpu-check), else refused with
@@ -197,6 +245,7 @@ fn contract_on_mma_sync(whole: bool) {
     };
     if info.copy_async && !info.register_mma.is_empty() {
         println!("branch taken: mma.sync on {}: {which}", info.name);
+        let configs = shard(configs.into_iter().map(|(config, _)| config).collect());
         let mut rng = StdRng::seed_from_u64(if whole { 29 } else { 37 });
         let bf16 = |output| {
             Shape {
@@ -209,7 +258,7 @@ fn contract_on_mma_sync(whole: bool) {
         let (bf16_f32, bf16) = (bf16(DType::F32), bf16(DType::BF16));
         // The rest: whole blocks beside edge ones and whole groups of stages, and bf16.
         let contract = contract();
-        for (config, _) in configs {
+        for config in configs {
             let plan = Plan::new(config);
             for (i, (name, p)) in contract.iter().enumerate() {
                 if whole || i == 0 || i == 2 {
@@ -261,20 +310,31 @@ fn the_configurations_pass_the_contract_in_tf32_where_mma_sync_exists_and_are_re
         // The whole contract in tf32's own 128×128 configuration, its first problem in the
         // others that compute tf32 (BK up to 32, no split, 64×64 warp tiles: `computes`).
         let mut checked = 0;
-        for config in Kernel::Mma.configs() {
+        let computing: Vec<Config> = Kernel::Mma
+            .configs()
+            .into_iter()
+            .filter(|config| config.computes(tf32_contract[0].1.precision()))
+            .collect();
+        let all = computing.len();
+        let mine = shard(computing);
+        for config in &mine {
             let Config::Mma(c) = config else {
                 unreachable!()
             };
             let whole = (c.bm, c.bn, c.bk) == (128, 128, 16);
-            let computes = config.computes(tf32_contract[0].1.precision());
             for (i, (name, p)) in tf32_contract.iter().enumerate() {
-                if computes && (whole || i == 0) {
-                    check(&Plan::new(config), name, p, &mut rng);
+                if whole || i == 0 {
+                    check(&Plan::new(*config), name, p, &mut rng);
                     checked += 1;
                 }
             }
         }
-        assert!(checked > tf32_contract.len(), "{checked} tf32 checks");
+        // Every configuration that computes tf32 checked, the whole contract in one (of all
+        // shards together).
+        assert!(checked >= mine.len(), "{checked} tf32 checks");
+        if mine.len() == all {
+            assert!(checked > tf32_contract.len(), "{checked} tf32 checks");
+        }
         return;
     }
     println!("branch taken: no mma.sync on {}: tf32 refusals", info.name);
@@ -334,6 +394,11 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
              (set TILEMM_EXPECT_MATRIX_UNITS=1 to run it here)",
             info.name, info.driver
         );
+        return;
+    }
+    // Sharded (scripts/gpu-check's processes side by side), the first shard runs it.
+    if let Some((i, n)) = shard_of().filter(|&(i, _)| i > 0) {
+        println!("branch taken: not run in shard {i}/{n}: shard 0 runs the emulation");
         return;
     }
     println!(
