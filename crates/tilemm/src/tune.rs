@@ -483,8 +483,8 @@ struct Entry {
 
 /// The tuning cache at `path`: format 3 (times per launch in runs of back-to-back launches;
 /// format 2's were one launch with the host's wait); entries hold for the tilemm version that
-/// wrote them (whose kernels may differ); thousands of choices take a few hundred KiB, so a file over
-/// 16 MiB is not read; a saver waits up to 10 s for another (each holds the lock for
+/// wrote them (whose kernels may differ); thousands of choices take a few hundred KiB, so a
+/// file over 16 MiB is not read; a saver waits up to 10 s for another (each holds the lock for
 /// milliseconds).
 fn cache_store(path: &Path) -> crate::io::store::Store {
     crate::io::store::Store {

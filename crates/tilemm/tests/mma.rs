@@ -46,10 +46,17 @@ fn emulated(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, stages: u32, split: u32
 /// An emulated configuration of one warp per group and `wk` groups of warps along K, each its
 /// share of the steps of every K tile, in 2 stages.
 fn sliced(bm: u32, bn: u32, bk: u32, wk: u32) -> Plan {
-    let Config::Mma(one) = emulated(bm, bn, bk, 1, 1, 2, 1).config else {
-        unreachable!("an mma configuration")
-    };
-    plan(MmaConfig { wk, ..one })
+    plan(MmaConfig {
+        bm,
+        bn,
+        bk,
+        wm: 1,
+        wn: 1,
+        stages: 2,
+        split: 1,
+        wk,
+        emulate: true,
+    })
 }
 
 fn plan(config: MmaConfig) -> Plan {
@@ -228,14 +235,16 @@ fn shard<T: std::fmt::Display>(configs: Vec<T>) -> Vec<T> {
 /// host, 30 of them in all.
 fn contract_on_mma_sync(whole: bool) {
     let info = gpu().info();
-    let configs: Vec<(Config, MmaConfig)> = Kernel::Mma
+    let configs: Vec<Config> = Kernel::Mma
         .configs()
         .into_iter()
-        .filter_map(|config| match config {
-            Config::Mma(c) if c.valid_for(2) => Some((config, c)),
-            _ => None,
+        .filter(|config| match config {
+            Config::Mma(c) => {
+                let default_block = c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3);
+                c.valid_for(2) && default_block == whole
+            }
+            _ => false,
         })
-        .filter(|(_, c)| (c.split == 1 && (c.bm, c.bn, c.stages) == (128, 128, 3)) == whole)
         .collect();
     assert!(!configs.is_empty());
     let which = if whole {
@@ -245,7 +254,7 @@ fn contract_on_mma_sync(whole: bool) {
     };
     if info.copy_async && !info.register_mma.is_empty() {
         println!("branch taken: mma.sync on {}: {which}", info.name);
-        let configs = shard(configs.into_iter().map(|(config, _)| config).collect());
+        let configs = shard(configs);
         let mut rng = StdRng::seed_from_u64(if whole { 29 } else { 37 });
         let bf16 = |output| {
             Shape {
@@ -256,7 +265,8 @@ fn contract_on_mma_sync(whole: bool) {
             .unwrap()
         };
         let (bf16_f32, bf16) = (bf16(DType::F32), bf16(DType::BF16));
-        // The rest: whole blocks beside edge ones and whole groups of stages, and bf16.
+        // Outside the default block, the problems the schedule changes: whole blocks beside
+        // edge ones, whole groups of stages; and bf16.
         let contract = contract();
         for config in configs {
             let plan = Plan::new(config);
@@ -277,7 +287,7 @@ fn contract_on_mma_sync(whole: bool) {
         info.name
     );
     let probe = shape(64, 64, 64).problem().unwrap();
-    for (config, _) in configs {
+    for config in configs {
         let err = Plan::new(config).check(&probe, info).unwrap_err();
         assert!(without_mma_sync(&err), "{config}: {err}");
     }

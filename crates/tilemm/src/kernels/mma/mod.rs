@@ -5,8 +5,9 @@
 //! accumulation.
 //!
 //! - **Block and warp tiles.** A cube of WM×WN warps (times WK groups along K, below)
-//!   computes a BM×BN block of C; each warp a 64×64 warp tile: per step of 16 along K it loads 4 fragments of A and 8 of B with 8
-//!   `ldmatrix.x4` and issues 32 `mma.m16n8k16`, 4 per load.
+//!   computes a BM×BN block of C; each warp a 64×64 warp tile: per step of 16 along K it loads
+//!   4 fragments of A and 8 of B with 8 `ldmatrix.x4` and issues 32 `mma.m16n8k16`, 4 per
+//!   load.
 //! - **Pipeline.** STAGES buffers of the BM×BK and BK×BN tiles in shared memory, filled with
 //!   `cp.async` (each copy 16 bytes, zero-filled past the edges) and completed on one
 //!   `mbarrier` per stage: while the warps compute on tile t, tiles t+1 … t+STAGES−1 are in
@@ -1549,7 +1550,7 @@ impl Rung for Mma {
             c.wn,
             c.stages,
             c.split,
-            if c.wk > 1 {
+            if c.wk != 1 {
                 format!(":wk={}", c.wk)
             } else {
                 String::new()
