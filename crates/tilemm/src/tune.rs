@@ -516,9 +516,10 @@ fn candidates(gpu: &GpuSession, problem: &Problem, proxy: &Problem) -> Vec<Plan>
 /// that costs more than it saves, and a spill is a cheap stack access, so only the register
 /// tile counts there; on GPUs a configuration that spills is pruned, and, where the device
 /// says how many `multiprocessors` it has, a launch of fewer cubes scores by the share it keeps
-/// busy (1024³ in blocks of 128×128 is 64 cubes for an H100's 132 SMs; split-K fills them, but
-/// its slices' partials cost memory traffic in proportion to the slices over K, which the score
-/// weighs too).
+/// busy, to the power [`IDLE_EXPONENT`] (1024³ in blocks of 128×128 is 64 cubes for an H100's
+/// 132 SMs, and 128 blocks of 64×128 are faster there; split-K fills them, but its slices'
+/// partials cost memory traffic in proportion to the slices over K, which the score weighs
+/// too).
 pub fn model_score(
     plan: &Plan,
     proxy: &Problem,
@@ -545,6 +546,7 @@ pub fn model_score(
     } else {
         register
     };
+
     let (canonical, _) = proxy.canonical();
     let covered = |len: usize, tile: usize| (len.div_ceil(tile) * tile) as f64;
     let useful =
@@ -569,16 +571,29 @@ pub fn model_score(
     };
     let busy = match multiprocessors {
         Some(sms) if sms > 0 && !cpu_like => {
-            // Split-K launches its slices side by side.
+            // The blocks' share of the SMs, to IDLE_EXPONENT; split-K launches its slices
+            // side by side, which fill the SMs with the same blocks in proportion, as before
+            // (at the partials' cost: measured, they cost more than the model says).
             let grid = plan.config.shape(proxy).grid;
-            let cubes = grid.iter().map(|&g| u64::from(g)).product::<u64>()
-                * u64::from(plan.config.k_splits());
-            (cubes as f64 / f64::from(sms)).min(1.0)
+            let blocks = grid.iter().map(|&g| u64::from(g)).product::<u64>() as f64;
+            let filled = (blocks / f64::from(sms)).min(1.0);
+            let sliced = (blocks * f64::from(plan.config.k_splits()) / f64::from(sms)).min(1.0);
+            filled.powf(IDLE_EXPONENT) * sliced / filled.max(f64::MIN_POSITIVE)
         }
         _ => 1.0,
     };
     useful * register * shared * units * overlap * busy * partials_share(plan, &canonical)
 }
+
+/// How a launch that leaves SMs idle scores: by the share it keeps busy to this power, not in
+/// proportion. Its cubes run one to an SM, few warps each, latency-bound (Nsight Compute on an
+/// H200: 2 warps per scheduler, 0.4 of them eligible in a cycle), so a larger block's reuse buys
+/// less than the model's reuse says, and an idle SM costs more than its share. Fitted to an H200
+/// at 1024³ in f16 (BENCHMARKS.md, 2026-11-28): 128 blocks of 64×128 took 0.0121 ms, 64 of
+/// 128×128 0.0153–0.0158 and 32 of 128×256 0.0245; in proportion the model ranked 128×128 first
+/// (its reuse 2.1× for half the SMs), to the 1.5th power 64×128 first by 1.34× (measured 1.29×)
+/// and 128×256 last. Launches that fill the SMs score as before.
+pub const IDLE_EXPONENT: f64 = 1.5;
 
 /// The share of a split-K launch's time left to its products once its partials have moved: the
 /// slices write `splits` M×N matrices of f32 that a second kernel reads back, 8·splits·M·N
@@ -1112,6 +1127,12 @@ mod tests {
         let few = "mma:bm=64:bn=128:bk=32:wm=2:wn=2:stages=3:split=1";
         let sliced = "mma:bm=64:bn=128:bk=64:wm=2:wn=2:stages=3:split=1:wk=2";
         assert_eq!(score(sliced, 1024, h100), score(few, 1024, h100));
+        // And 64×128 first at 1024³, 128 blocks where 128×128 launches 64 (on an H200: 0.0121
+        // ms against 0.0153–0.0158, sliced K 0.0113), but last of the three at 4096³, where all
+        // fill the SMs (0.405 ms against 0.328–0.349 for 128×256 and 128×128).
+        assert!(score(few, 1024, h100) > score(&mma(1), 1024, h100));
+        assert!(score(wide, 4096, h100) > score(&mma(1), 4096, h100));
+        assert!(score(&mma(1), 4096, h100) > score(few, 4096, h100));
         // A long K makes the partials cheap: 2 slices win from K of about 2400 at this size. (The
         // tuner scores and times on proxies of K up to 2048, where one slice ranks first.)
         let at = |split: u32, k| {
