@@ -546,7 +546,6 @@ pub fn model_score(
     } else {
         register
     };
-
     let (canonical, _) = proxy.canonical();
     let covered = |len: usize, tile: usize| (len.div_ceil(tile) * tile) as f64;
     let useful =
