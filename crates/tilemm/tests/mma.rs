@@ -416,8 +416,14 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
         info.name, info.driver
     );
     let mut rng = StdRng::seed_from_u64(23);
-    // One warp, two steps of 16 per K tile: the whole contract.
+    // One warp, two steps of 16 per K tile: the whole contract. (Its 64-row warp tile takes
+    // the fragment addresses XORed first, `MmaConfig::xor_first`, as the device's 64-row
+    // warps at 4 steps a tile do; the 32-row ones below XOR the sum.)
     let plan = emulated(64, 64, 32, 1, 1, 2, 1);
+    let Config::Mma(config) = plan.config else {
+        unreachable!()
+    };
+    assert!(config.xor_first(2), "the emulation runs the XOR-first form");
     for (name, p) in contract() {
         check(&plan, &name, &p, &mut rng);
     }

@@ -37,6 +37,7 @@ pub(super) fn emulated_ldmatrix<F: Float>(
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
     #[comptime] transpose: bool,
+    #[comptime] xor_first: bool,
 ) {
     let (g, t) = (lane / 4, lane % 4);
     let size = F::type_size();
@@ -52,8 +53,8 @@ pub(super) fn emulated_ldmatrix<F: Float>(
         } else {
             (r * 8 + g, per_reg * t + e)
         };
-        let bases = fragment_bases(source, origin, first, staged, is_a);
-        let row = fragment_offset(&bases, stage_base, o, kk, staged, is_a);
+        let bases = fragment_bases(source, origin, first, staged, is_a, xor_first);
+        let row = fragment_offset(&bases, stage_base, o, kk, staged, is_a, xor_first);
         let at = if comptime!(is_a) {
             base + o * 16 * ik + (g + 8 * (r % 2)) * ik + per_reg * t + half * (r / 2) + e
         } else {

@@ -125,6 +125,21 @@ impl MmaConfig {
         self.bm / self.wm
     }
 
+    /// Whether `fragment_offset` XORs a lane's base before adding the stage's and the
+    /// fragment's rows (one XOR per step of A or pair of B, the rows in `ldmatrix`'s immediate),
+    /// rather than XORing the sum (an add and an XOR per load), for `bytes`-byte inputs: in
+    /// warp tiles of 64 rows (4 fragments of A a step) with 4 steps or more per K tile. There
+    /// NVRTC 12.9's loop for 128×256 at BK 64 in f16 holds 51% HMMA against 47% on sm_80 and
+    /// 45% against 44% on sm_90, and 128×128 at BK 64 49% against 45% with its longest run
+    /// without an HMMA 11 against 16 on sm_90. In the 64×128 configurations' 32-row warp tiles,
+    /// and with 2 steps a tile (tf32 at BK 16), the same form had ptxas gather the copies into
+    /// runs of 17–22 (the compile check's limit is 16). The emulation takes it wherever its
+    /// warp tile has 64 rows, whatever its steps, so that lavapipe runs both forms (4 steps of
+    /// 64-row warps do not fit in its 32 KiB of shared memory).
+    pub fn xor_first(&self, bytes: u32) -> bool {
+        self.warp_m() >= 64 && (self.steps_per_group(bytes) >= 4 || self.emulate)
+    }
+
     /// Columns of a warp's tile.
     pub fn warp_n(&self) -> u32 {
         self.bn / self.wn
@@ -308,10 +323,15 @@ impl MmaConfig {
                             let base = at(0, first) * t.per_chunk;
                             (0..outer).all(|o| {
                                 (0..steps).all(|kk| {
-                                    let moved = if rows_are_outer {
-                                        (base + o * 16 * row_elems) ^ (2 * kk * t.per_chunk)
+                                    let (rows, xor) = if rows_are_outer {
+                                        (o * 16 * row_elems, 2 * kk * t.per_chunk)
                                     } else {
-                                        (base + kk * ik * row_elems) ^ (2 * o * t.per_chunk)
+                                        (kk * ik * row_elems, 2 * o * t.per_chunk)
+                                    };
+                                    let moved = if self.xor_first(bytes) {
+                                        (base ^ xor) + rows
+                                    } else {
+                                        (base + rows) ^ xor
                                     };
                                     moved == at(o, first + kk) * t.per_chunk
                                 })
@@ -388,6 +408,7 @@ fn fragment_bases(
     first: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
+    #[comptime] xor_first: bool,
 ) -> Array<u32> {
     let (quad, sub) = (lane / 8, lane % 8);
     let per_chunk = comptime!(staged.per_chunk);
@@ -404,7 +425,14 @@ fn fragment_bases(
         (k + k_chunk * 8 + sub, origin + outer_quad)
     };
     let mut bases = Array::<u32>::new(1usize);
-    bases[0] = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
+    let base = swizzled(row, along / per_chunk, staged.swizzle) * per_chunk;
+    // Under 2¹⁶ (the stages' elements), said so where `fragment_offset` XORs it alone: the
+    // compiler then folds the constant after the XOR into the load's address.
+    bases[0] = if comptime!(xor_first) {
+        within(base)
+    } else {
+        base
+    };
     bases
 }
 
@@ -416,6 +444,11 @@ fn fragment_bases(
 /// crosswise iterators): the chunks a lane's fragments cover are an aligned power of two whose
 /// bits the swizzle only permutes ([`MmaConfig::xor_moves_hold`]), so one register holds the
 /// lane's base rather than one per step or fragment.
+///
+/// `xor_first` ([`MmaConfig::xor_first`]): the base XORed alone and the whole rows added
+/// after, the stage's in a register and the fragment's or step's in `ldmatrix`'s immediate
+/// (`LDSM [R+UR+0x800]`), where XORing the sum costs an add and an XOR per load: the same
+/// address, since the rows added are whole multiples of the XOR's span.
 #[cube]
 fn fragment_offset(
     bases: &Array<u32>,
@@ -424,15 +457,22 @@ fn fragment_offset(
     #[comptime] kk: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
+    #[comptime] xor_first: bool,
 ) -> u32 {
     let row_elems = comptime!(staged.swizzle.stride * staged.per_chunk);
     let per_chunk = comptime!(staged.per_chunk);
     // A step of K is two chunks: 16 elements of 16 bits, 8 of 32.
     let ik = comptime!(2 * per_chunk);
-    if comptime!(is_a != staged.by_cols) {
-        (bases[0] + stage_base + comptime!(o * 16 * row_elems)) ^ comptime!(2 * kk * per_chunk)
+    let rows_outer = comptime!(is_a != staged.by_cols);
+    let (rows, moved) = comptime!(if rows_outer {
+        (o * 16 * row_elems, 2 * kk * per_chunk)
     } else {
-        (bases[0] + stage_base + comptime!(kk * ik * row_elems)) ^ comptime!(2 * o * per_chunk)
+        (kk * ik * row_elems, 2 * o * per_chunk)
+    });
+    if comptime!(xor_first) {
+        (bases[0] ^ moved) + within(stage_base) + rows
+    } else {
+        (bases[0] + stage_base + rows) ^ moved
     }
 }
 
@@ -598,6 +638,7 @@ fn load_step<F: Float, NF: Size, A: Float>(
     let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
     let words_a = comptime!(MmaConfig::reads_words(bytes, true, tile_a.by_cols));
     let words_b = comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols));
+    let xor_first = comptime!(config.xor_first(bytes));
     let base_a = stage * comptime!(tile_a.elements());
     let base_b = stage * comptime!(tile_b.elements());
     if comptime!(config.emulate) {
@@ -612,7 +653,7 @@ fn load_step<F: Float, NF: Size, A: Float>(
             } else {
                 emulated_ldmatrix::<F>(
                     shared_a, shared_b, a_scratch, UNIT_POS_X, warp_row, first, base_a, i, kk,
-                    tile_a, true, comptime!(tile_a.by_cols),
+                    tile_a, true, comptime!(tile_a.by_cols), xor_first,
                 );
             }
         }
@@ -626,7 +667,7 @@ fn load_step<F: Float, NF: Size, A: Float>(
             } else {
                 emulated_ldmatrix::<F>(
                     shared_a, shared_b, b_scratch, UNIT_POS_X, warp_col, first, base_b, p, kk,
-                    tile_b, false, comptime!(!tile_b.by_cols),
+                    tile_b, false, comptime!(!tile_b.by_cols), xor_first,
                 );
             }
         }
@@ -634,12 +675,16 @@ fn load_step<F: Float, NF: Size, A: Float>(
         #[unroll]
         for i in 0..mi {
             let frag = frags.a.index_mut(comptime!((slot * mi + i) as usize));
-            load_fragment::<F, NF, A>(def, shared_a, bases_a, base_a, frag, i, kk, tile_a, true);
+            load_fragment::<F, NF, A>(
+                def, shared_a, bases_a, base_a, frag, i, kk, tile_a, true, xor_first,
+            );
         }
         #[unroll]
         for p in 0..comptime!(ni / 2) {
             let frag = frags.b.index_mut(comptime!((slot * (ni / 2) + p) as usize));
-            load_fragment::<F, NF, A>(def, shared_b, bases_b, base_b, frag, p, kk, tile_b, false);
+            load_fragment::<F, NF, A>(
+                def, shared_b, bases_b, base_b, frag, p, kk, tile_b, false, xor_first,
+            );
         }
     }
 }
@@ -659,6 +704,7 @@ fn load_fragment<F: Float, NF: Size, A: Float>(
     #[comptime] kk: u32,
     #[comptime] staged: StagedTile,
     #[comptime] is_a: bool,
+    #[comptime] xor_first: bool,
 ) {
     let size = F::type_size();
     // Stored with M or N contiguous: across A's rows (by columns) or B's columns (by rows).
@@ -671,7 +717,7 @@ fn load_fragment<F: Float, NF: Size, A: Float>(
             frag[r as usize] = Vector::cast_from(tile[offset as usize]);
         }
     } else {
-        let offset = fragment_offset(bases, stage_base, o, kk, staged, is_a);
+        let offset = fragment_offset(bases, stage_base, o, kk, staged, is_a, xor_first);
         let ident = comptime!(if is_a { MatrixIdent::A } else { MatrixIdent::B });
         let x4 = load_x4::<F, NF, A>(def, tile, offset, comptime!(staged.per_chunk), ident, across);
         #[unroll]
@@ -827,12 +873,12 @@ fn k_loop<F: Float, NF: Size, A: Float>(
     let bases_a = if comptime!(MmaConfig::reads_words(bytes, true, tile_a.by_cols)) {
         word_bases(lane, warp_row, first, tile_a)
     } else {
-        fragment_bases(lane, warp_row, first, tile_a, true)
+        fragment_bases(lane, warp_row, first, tile_a, true, comptime!(config.xor_first(bytes)))
     };
     let bases_b = if comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols)) {
         word_bases(lane, warp_col, first, tile_b)
     } else {
-        fragment_bases(lane, warp_col, first, tile_b, false)
+        fragment_bases(lane, warp_col, first, tile_b, false, comptime!(config.xor_first(bytes)))
     };
     let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
@@ -1896,6 +1942,36 @@ mod tests {
         let splits: Vec<u32> = configs.iter().map(|c| c.split).filter(|&s| s > 1).collect();
         assert_eq!(splits, [2, 4]);
         assert!(configs.iter().all(|c| c.valid()));
+    }
+
+    #[test]
+    fn sixty_four_row_warps_of_four_steps_xor_their_fragment_bases_first() {
+        let named = |text: &str| Mma::parse(text).unwrap_or_else(|e| panic!("{e}"));
+        for (text, f16, tf32) in [
+            // (BK 64 is 8 steps of tf32, which it does not compute: `computes`.)
+            ("bm=128:bn=256:bk=64:wm=2:wn=4:stages=3:split=1", true, true),
+            ("bm=128:bn=128:bk=64:wm=2:wn=2:stages=3:split=1", true, true),
+            ("bm=128:bn=256:bk=32:wm=2:wn=4:stages=3:split=1", false, true),
+            ("bm=128:bn=128:bk=32:wm=2:wn=2:stages=3:split=1", false, true),
+            ("bm=128:bn=128:bk=16:wm=2:wn=2:stages=4:split=1", false, false),
+            ("bm=64:bn=128:bk=32:wm=2:wn=2:stages=3:split=1", false, false),
+            ("bm=64:bn=128:bk=64:wm=2:wn=2:stages=3:split=1:wk=2", false, false),
+        ] {
+            let c = named(text);
+            assert_eq!((c.xor_first(2), c.xor_first(4)), (f16, tf32), "{text}");
+        }
+        // Both forms place every lane's loads where the swizzle does: the registered
+        // configurations in theirs, and in the other where the emulation's flag flips it.
+        for c in Mma::configs() {
+            let flipped = MmaConfig {
+                emulate: true,
+                ..c
+            };
+            for bytes in [2, 4].into_iter().filter(|&b| c.fits(b)) {
+                assert!(c.xor_moves_hold(bytes), "{c:?}");
+                assert!(flipped.xor_moves_hold(bytes), "{flipped:?}");
+            }
+        }
     }
 
     #[test]
