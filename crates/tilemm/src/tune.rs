@@ -570,14 +570,14 @@ pub fn model_score(
     };
     let busy = match multiprocessors {
         Some(sms) if sms > 0 && !cpu_like => {
-            // The blocks' share of the SMs, to IDLE_EXPONENT; split-K launches its slices
-            // side by side, which fill the SMs with the same blocks in proportion, as before
-            // (at the partials' cost: measured, they cost more than the model says).
+            // The blocks' share of the SMs to IDLE_EXPONENT, times what split-K's slices, side
+            // by side, add to it in proportion, as before (at the partials' cost: measured,
+            // they cost more than the model says): filled^E · sliced/filled.
             let grid = plan.config.shape(proxy).grid;
             let blocks = grid.iter().map(|&g| u64::from(g)).product::<u64>() as f64;
             let filled = (blocks / f64::from(sms)).min(1.0);
             let sliced = (blocks * f64::from(plan.config.k_splits()) / f64::from(sms)).min(1.0);
-            filled.powf(IDLE_EXPONENT) * sliced / filled.max(f64::MIN_POSITIVE)
+            filled.powf(IDLE_EXPONENT - 1.0) * sliced
         }
         _ => 1.0,
     };

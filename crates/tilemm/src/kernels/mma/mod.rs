@@ -870,15 +870,16 @@ fn k_loop<F: Float, NF: Size, A: Float>(
     let (mi, ni) = comptime!((config.warp_m() / fm, config.warp_n() / fn_));
     let def = MmaDefinition::<F, F, A>::new(fm as usize, fn_ as usize, fk as usize);
     let lane = UNIT_POS_X;
+    let xor_first = comptime!(config.xor_first(bytes));
     let bases_a = if comptime!(MmaConfig::reads_words(bytes, true, tile_a.by_cols)) {
         word_bases(lane, warp_row, first, tile_a)
     } else {
-        fragment_bases(lane, warp_row, first, tile_a, true, comptime!(config.xor_first(bytes)))
+        fragment_bases(lane, warp_row, first, tile_a, true, xor_first)
     };
     let bases_b = if comptime!(MmaConfig::reads_words(bytes, false, tile_b.by_cols)) {
         word_bases(lane, warp_col, first, tile_b)
     } else {
-        fragment_bases(lane, warp_col, first, tile_b, false, comptime!(config.xor_first(bytes)))
+        fragment_bases(lane, warp_col, first, tile_b, false, xor_first)
     };
     let plan_a = copy_plan(va, batch, row0, dims.k_begin, tile_a, units, bk, false);
     let plan_b = copy_plan(vb, batch, dims.k_begin, col0, tile_b, units, bk, true);
