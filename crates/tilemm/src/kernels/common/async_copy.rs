@@ -505,19 +505,13 @@ pub(crate) fn copy_tile<F: Float>(
     let pieces = comptime!(staged.rows * chunks);
     let (from, to) = comptime!(share.range(pieces / units));
     let base = plan.first + t as usize * plan.step_tile;
-    let first = swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk;
+    // Said to lie in the stages (`within`), so that each piece's constant after it folds into
+    // the copy's shared address (`LDGSTS [R+imm]`) rather than costing an add per piece.
+    let first = within(swizzled(plan.row, plan.chunk, staged.swizzle) * per_chunk + stage_base);
     #[unroll(!rolled)]
     for q in from..to {
         let index = base + q as usize * plan.step_piece;
-        let offset = piece_offset(
-            first + stage_base,
-            plan.row,
-            plan.chunk,
-            q,
-            stage_base,
-            staged,
-            units,
-        );
+        let offset = piece_offset(first, plan.row, plan.chunk, q, stage_base, staged, units);
         let valid = select(live || !comptime!(guarded), per_chunk, 0u32);
         transfer::<F>(
             src, index, valid, tile, offset, per_chunk, guarded, emulate, rolled,
