@@ -77,9 +77,10 @@ fn shape(m: usize, k: usize, n: usize) -> Shape {
 
 /// The contract, with as few kernel variants as cover it (each is a JIT compile on lavapipe):
 /// whole interior blocks beside edge blocks (the fast path's copy plans and the bounded path)
-/// with a broadcast batch and α/β; unaligned edges (element-wise staging, C by elements); A
-/// and B stored the other way (`ldmatrix.trans` swaps; for tf32, 32-bit loads), C in the
-/// input type; padded views with a column-major C. `input`: f16, or tf32 (f32 data, C in
+/// with a broadcast batch and α/β, C in 16-byte vectors (the staged epilogue; emulated, 4
+/// elements); unaligned edges (element-wise staging, C in the fragments' pairs: N even, not a
+/// multiple of 4); A and B stored the other way (`ldmatrix.trans` swaps; for tf32, 32-bit
+/// loads), C in the input type; padded views with a column-major C (C by elements). `input`: f16, or tf32 (f32 data, C in
 /// f32, tf32's only output).
 fn contract_in(input: DType) -> Vec<(String, Problem)> {
     let precision = |output| Precision::new(input, output).unwrap();
@@ -107,7 +108,7 @@ fn contract_in(input: DType) -> Vec<(String, Problem)> {
                 ..shape(130, 64, 136)
             },
         ),
-        ("97×131×53", shape(97, 131, 53)),
+        ("97×131×54", shape(97, 131, 54)),
         // K of 10 tiles of 32 (5 of 64): whole groups of stages on the fast path, then the
         // rest (the same kernel variant as the first, so no compile more on lavapipe).
         ("130×320×136", shape(130, 320, 136)),
@@ -118,11 +119,15 @@ fn contract_in(input: DType) -> Vec<(String, Problem)> {
                 ..shape(70, 48, 72)
             },
         ),
+        // C in the input type: on a GPU, 16-byte vectors of 8 (f16, bf16) inside and at the
+        // edges of 128×128 blocks, β·C read as them.
         (
-            "trans-b 70×48×72, C in the input type",
+            "trans-b 140×48×136, α −2, β 3, C in the input type",
             own_out(Shape {
                 trans_b: true,
-                ..shape(70, 48, 72)
+                alpha: -2.0,
+                beta: 3.0,
+                ..shape(140, 48, 136)
             }),
         ),
     ]
@@ -424,6 +429,39 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
         unreachable!()
     };
     assert!(config.xor_first(2), "the emulation runs the XOR-first form");
+    // C row-major in 4-element vectors: the staged epilogue, its staging beside the stages in
+    // this device's shared memory (else C would go out in pairs, unchecked here).
+    let c = tilemm::problem::MatrixDesc {
+        rows: 64,
+        cols: 64,
+        row_stride: 64,
+        col_stride: 1,
+        offset: 0,
+        batch_stride: 0,
+    };
+    let limit = gpu().info().limits.max_shared_bytes;
+    let staged = |plan: &Plan, input: u32| {
+        let Config::Mma(config) = plan.config else {
+            unreachable!()
+        };
+        for output in [2, 4] {
+            assert_eq!(
+                tilemm::kernels::mma::c_width(&config, &c, input, output, limit),
+                4,
+                "{plan}: C of {output}-byte elements in {limit} bytes of shared memory"
+            );
+        }
+    };
+    staged(&plan, 2);
+    for (other, input) in [
+        (emulated(32, 64, 32, 1, 2, 3, 1), 2),
+        (emulated(64, 64, 32, 1, 1, 2, 3), 2),
+        (sliced(32, 32, 64, 2), 2),
+        (emulated(64, 64, 16, 1, 1, 2, 1), 4),
+        (sliced(32, 16, 32, 2), 4),
+    ] {
+        staged(&other, input);
+    }
     for (name, p) in contract() {
         check(&plan, &name, &p, &mut rng);
     }

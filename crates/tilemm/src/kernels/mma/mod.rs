@@ -28,10 +28,12 @@
 //!   chunks a phase of copies writes, fall in 8 distinct bank groups. `ldmatrix.trans` turns
 //!   the operands stored the other way into the fragments `mma` wants, so neither is
 //!   transposed on its way to shared memory.
-//! - **Epilogue from the fragments.** Each lane holds pairs of adjacent columns of C: α and β
-//!   are applied in registers and the pairs stored as 2-vectors, with no tile of C in shared
-//!   memory; inside C, without bounds checks and with β tested once (5 instructions per store
-//!   on sm_90 with β = 0, 24 on the edge path).
+//! - **Epilogue** (CUTLASS's). Each lane holds pairs of adjacent columns of C. Where C's rows
+//!   take 16-byte vectors, each warp passes its tile through shared memory 8 rows at a time
+//!   (α applied, in f32) and stores whole 16-byte vectors of a row, β·C read the same way
+//!   (`store_staged`: a lane's 16 stores of 16 bytes in f16 where the pairs took 64 of 4);
+//!   else the pairs go out as 2-vectors from the registers. Inside C, without bounds checks
+//!   and with β tested once.
 //! - **Rasterized grid.** Blocks walk C in groups of 8 rows of blocks, for L2 reuse.
 //! - **Sliced K** (`wk`, CUTLASS's warp count in K). WK groups of WM×WN warps share the
 //!   pipeline, each taking its own steps of every K tile into accumulators of the whole block;
@@ -189,9 +191,10 @@ impl MmaConfig {
         bytes == 4 && is_a == by_cols
     }
 
-    /// Shared memory of the pipeline for `bytes`-byte inputs in their most padded layouts,
-    /// in bytes, and of the emulation's scratch (the barriers and alignment add 128 bytes
-    /// more).
+    /// Shared memory of the pipeline for `bytes`-byte inputs in their most padded layouts, of
+    /// the emulation's scratch and the sliced groups' sums, in bytes (the barriers and
+    /// alignment add 128 bytes more; the wide epilogue's staging, where the device has room,
+    /// [`MmaConfig::staging_bytes`]).
     pub fn shared_bytes(&self, bytes: u32) -> usize {
         let stage = Self::all_layouts()
             .iter()
@@ -208,6 +211,26 @@ impl MmaConfig {
     /// block (f32), in bytes.
     pub fn sums_bytes(&self) -> usize {
         (self.wk.saturating_sub(1) * self.bm * self.bn * 4) as usize
+    }
+
+    /// Elements (f32) of the wide epilogue's staging (`store_staged`): for each warp of a
+    /// group, [`STAGED_ROWS`] rows of its tile, each padded by 8 so that the 8 rows of a
+    /// fragment's pairs fall in 4 distinct bank groups (two wavefronts, the least for 256
+    /// bytes).
+    pub fn staging_elements(&self) -> u32 {
+        self.wm * self.wn * STAGED_ROWS * (self.warp_n() + 8)
+    }
+
+    /// Bytes of the wide epilogue's staging.
+    pub fn staging_bytes(&self) -> usize {
+        (self.staging_elements() * 4) as usize
+    }
+
+    /// Whether the wide epilogue's staging fits beside the pipeline for `bytes`-byte inputs
+    /// in `limit` bytes of shared memory per cube (the device's). Where it does not (tf32's
+    /// 128×256 blocks on an A100's 163 KiB), C goes out in the fragments' pairs.
+    pub fn stages_c(&self, bytes: u32, limit: usize) -> bool {
+        self.shared_bytes(bytes) + 128 + self.staging_bytes() <= limit
     }
 
     /// Elements of scratch the emulation needs after B's stages.
@@ -1232,19 +1255,31 @@ pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size
         }
     }
 
-    // Sliced K: the first group adds the others' sums, and stores the block alone.
+    // The wide epilogue's staging (C in 16-byte vectors), in f32.
+    let staged = comptime!(width_c > 2);
+    let mut staging = SharedMemory::<A>::new_aligned(
+        comptime!((if staged { config.staging_elements() } else { 1 }) as usize),
+        16usize,
+    );
+    // Sliced K: the first group adds the others' sums, and stores the block alone (emulated,
+    // with the others beside it through the staged epilogue's cube barriers).
     if comptime!(config.wk > 1) {
         sum_groups::<A>(&mut acc, group, warp, comptime!(mi * ni), config);
-        if group == 0 {
+        if comptime!(staged && config.emulate) {
             epilogue::<A, O, NC>(
-                c, &vc, &dims, &acc, c_batch, row0, col0, warp_row, warp_col, alpha, beta, mi,
-                ni, width_c, config,
+                c, &vc, &dims, &acc, &mut staging, c_batch, row0, col0, warp, warp_row,
+                warp_col, alpha, beta, group == 0, mi, ni, width_c, config,
+            );
+        } else if group == 0 {
+            epilogue::<A, O, NC>(
+                c, &vc, &dims, &acc, &mut staging, c_batch, row0, col0, warp, warp_row,
+                warp_col, alpha, beta, true, mi, ni, width_c, config,
             );
         }
     } else {
         epilogue::<A, O, NC>(
-            c, &vc, &dims, &acc, c_batch, row0, col0, warp_row, warp_col, alpha, beta, mi, ni,
-            width_c, config,
+            c, &vc, &dims, &acc, &mut staging, c_batch, row0, col0, warp, warp_row, warp_col,
+            alpha, beta, true, mi, ni, width_c, config,
         );
     }
 }
@@ -1305,7 +1340,11 @@ fn sum_groups<A: Float>(
 }
 
 /// α·(the warp's tile) + β·C into C, from the fragments: lane (g, q) = (lane / 4, lane % 4)
-/// holds columns 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment.
+/// holds columns 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment. Where C is stored in
+/// vectors wider than those pairs (`width_c` > 2: 16 bytes), through the warp's `staging`
+/// ([`store_staged`]); else from the fragments, pair by pair ([`store_tile`]). `active`: this
+/// warp stores (sliced K's first group; the emulation's other groups run the staged path's
+/// barriers with it).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn epilogue<A: Float, O: Float, NC: Size>(
@@ -1313,13 +1352,16 @@ fn epilogue<A: Float, O: Float, NC: Size>(
     vc: &View,
     dims: &Dims,
     acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    staging: &mut SharedMemory<A>,
     c_batch: u32,
     row0: u32,
     col0: u32,
+    warp: u32,
     warp_row: u32,
     warp_col: u32,
     alpha: A,
     beta: A,
+    active: bool,
     #[comptime] mi: u32,
     #[comptime] ni: u32,
     #[comptime] width_c: u32,
@@ -1330,19 +1372,46 @@ fn epilogue<A: Float, O: Float, NC: Size>(
     let g = lane / 4;
     let q = lane % 4;
     let inside = row0 + bm <= dims.m && col0 + bn <= dims.n;
-    let (row, col) = (row0 + warp_row + g, col0 + warp_col + 2 * q);
     // (Comptime conditions of their own: `comptime && runtime` would compile the pairs' path
     // for C stored element by element too.)
-    if comptime!(width_c == 2) {
+    if comptime!(width_c > 2) {
+        let (row, col) = (row0 + warp_row, col0 + warp_col);
         if inside {
             if beta == A::new(0.0) {
-                store_tile::<A, O, NC>(
-                    c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
-                    false,
+                store_staged::<A, O, NC>(
+                    c, vc, dims, acc, staging, c_batch, row, col, warp, alpha, beta, active, mi,
+                    ni, width_c, true, false, config,
                 );
             } else {
+                store_staged::<A, O, NC>(
+                    c, vc, dims, acc, staging, c_batch, row, col, warp, alpha, beta, active, mi,
+                    ni, width_c, true, true, config,
+                );
+            }
+        } else {
+            store_staged::<A, O, NC>(
+                c, vc, dims, acc, staging, c_batch, row, col, warp, alpha, beta, active, mi, ni,
+                width_c, false, true, config,
+            );
+        }
+    } else {
+        let (row, col) = (row0 + warp_row + g, col0 + warp_col + 2 * q);
+        if comptime!(width_c == 2) {
+            if inside {
+                if beta == A::new(0.0) {
+                    store_tile::<A, O, NC>(
+                        c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                        false,
+                    );
+                } else {
+                    store_tile::<A, O, NC>(
+                        c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                        true,
+                    );
+                }
+            } else {
                 store_tile::<A, O, NC>(
-                    c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
+                    c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false,
                     true,
                 );
             }
@@ -1351,10 +1420,140 @@ fn epilogue<A: Float, O: Float, NC: Size>(
                 c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
             );
         }
-    } else {
-        store_tile::<A, O, NC>(
-            c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
-        );
+    }
+}
+
+/// Rows of its tile a warp stages at a time in the wide epilogue (`store_staged`): the
+/// rows h of one row of fragments.
+pub const STAGED_ROWS: u32 = 8;
+
+/// The wide epilogue (CUTLASS's, through shared memory): α·(the warp's tile) + β·C into C
+/// stored in vectors of `NC` = `width_c` columns (16 bytes), for the warp tile at (`row`,
+/// `col`) of C. [`STAGED_ROWS`] rows at a time, the lanes leave α·(their pairs) in f32 in the
+/// warp's `staging`, and then each lane reads back whole vectors of a row, adds β·C read as
+/// vectors, and stores them: in f16, 16 stores of 16 bytes a lane where the pairs took 64 of 4
+/// (a warp's store 4 rows of 128 bytes, not 8 of 16), and C rounded once, from f32.
+///
+/// `inside`: the block lies inside C, so no store is bounded, and C is read only with
+/// `read_c` (β ≠ 0, tested once by the caller). Otherwise each vector is stored where its row
+/// and first column lie inside C (N is a multiple of the vector), and β tested for each.
+/// `active`: this warp stores; else it only keeps the barriers company (emulated, a "warp"
+/// is 32 units of a cube, and the staging is guarded by cube barriers).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_staged<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    vc: &View,
+    dims: &Dims,
+    acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    staging: &mut SharedMemory<A>,
+    batch: u32,
+    row: u32,
+    col: u32,
+    warp: u32,
+    alpha: A,
+    beta: A,
+    active: bool,
+    #[comptime] mi: u32,
+    #[comptime] ni: u32,
+    #[comptime] width_c: u32,
+    #[comptime] inside: bool,
+    #[comptime] read_c: bool,
+    #[comptime] config: MmaConfig,
+) {
+    // C's fragments are 16×8 whatever the inputs.
+    let (fm, fn_, _) = comptime!(instruction(2));
+    let lane = UNIT_POS_X;
+    let (g, q) = (lane / 4, lane % 4);
+    let stride = comptime!(config.warp_n() + 8);
+    let base = warp * comptime!(STAGED_ROWS * stride);
+    // The vectors of a staged row (a power of two up to a warp: `wide_c`), of all the staged
+    // rows, and a lane's share of them: its vector v lies 32·v / per_row rows below its
+    // first, at the same columns.
+    let per_row = comptime!(config.warp_n() / width_c);
+    let vectors = comptime!(STAGED_ROWS * per_row);
+    let per_lane = comptime!(vectors.div_ceil(WARP));
+    let rows_apart = comptime!(WARP / per_row);
+    let (r0, along) = (lane / per_row, (lane % per_row) * comptime!(width_c));
+    // Staging offsets said to lie in the staging (`within`: under 2¹⁶ elements), so that each
+    // constant after them folds into the access (`STS [R+imm]`).
+    let written = within(base + g * stride + 2 * q);
+    let read = within(base + r0 * stride + along);
+    // C's vector of the lane's first, and the vectors between rows (C's strides are
+    // multiples of the vector: `store_width`).
+    let (i0, j0) = (row + r0, col + along);
+    let first = (vc.offset + batch * vc.batch_stride + i0 * vc.row_stride + j0) / width_c;
+    let vector_row = vc.row_stride / width_c;
+    let emulate = comptime!(config.emulate);
+    #[unroll]
+    for i in 0..mi {
+        #[unroll]
+        for h in 0..2u32 {
+            if active {
+                #[unroll]
+                for j in 0..ni {
+                    let pair = acc.index(comptime!((i * ni + j) as usize))[h as usize];
+                    #[unroll]
+                    for e in 0..2u32 {
+                        staging[(written + comptime!(j * fn_ + e)) as usize] =
+                            alpha * pair[e as usize];
+                    }
+                }
+            }
+            if comptime!(emulate) {
+                sync_cube();
+            } else {
+                sync_plane();
+            }
+            #[unroll]
+            for v in 0..per_lane {
+                // Rows below the lane's first: of the staging, and of C.
+                let down = comptime!(v * rows_apart);
+                let below = comptime!(i * fm + h * STAGED_ROWS + v * rows_apart);
+                let stores = if comptime!(inside) {
+                    active
+                } else {
+                    active && i0 + below < dims.m && j0 < dims.n
+                };
+                // (Where the staged rows hold fewer vectors than a warp has lanes.)
+                let stores = if comptime!(vectors < WARP) {
+                    stores && lane < comptime!(vectors)
+                } else {
+                    stores
+                };
+                if stores {
+                    let index = (first + below * vector_row) as usize;
+                    let from = read + comptime!(down * stride);
+                    let mut out = Vector::<O, NC>::empty();
+                    #[unroll]
+                    for e in 0..width_c {
+                        out[e as usize] = O::cast_from(staging[(from + e) as usize]);
+                    }
+                    // β·C where C is read: β ≠ 0 (tested once by the caller inside C, here
+                    // for each vector at the edges; β = 0 leaves α·AB as it is, −0 included).
+                    // (Nested: `comptime && runtime` would compile the read where C is not.)
+                    #[allow(clippy::collapsible_if)]
+                    if comptime!(read_c) {
+                        if comptime!(inside) || beta != A::new(0.0) {
+                            let old = c[index];
+                            #[unroll]
+                            for e in 0..width_c {
+                                let value = staging[(from + e) as usize]
+                                    + beta * A::cast_from(old[e as usize]);
+                                out[e as usize] = O::cast_from(value);
+                            }
+                        }
+                    }
+                    c[index] = out;
+                }
+            }
+            // Every lane has read the rows before any writes the next.
+            if comptime!(emulate) {
+                sync_cube();
+            } else {
+                sync_plane();
+            }
+        }
     }
 }
 
@@ -1497,6 +1696,55 @@ fn store_pair<A: Float, O: Float, NC: Size>(
     }
 }
 
+
+/// The widest vector of C's `bytes`-byte elements the epilogue stores: 16 bytes
+/// ([`store_staged`]); emulated, at most 4 elements, the widest vector of Vulkan's shaders. 2
+/// (the fragments' pairs) where a warp tile's row is not a power of two of such vectors up to a
+/// warp's lanes.
+fn wide_c(config: &MmaConfig, bytes: u32) -> u32 {
+    let wide = CHUNK_BYTES / bytes;
+    let wide = if config.emulate { wide.min(4) } else { wide };
+    let per_row = config.warp_n() / wide;
+    if config.warp_n().is_multiple_of(wide) && per_row.is_power_of_two() && per_row <= WARP {
+        wide
+    } else {
+        2
+    }
+}
+
+/// C's vector width (`NC`) for `config`'s kernel on `input`-byte operands, C of
+/// `output`-byte elements laid out as `c`, on a device of `limit` bytes of shared memory per
+/// cube: the widest vector from `wide_c` down to 4 elements of which C is row-major with
+/// offset, strides and N multiples, where the staging fits ([`MmaConfig::stages_c`]: the
+/// staged epilogue), else 2 where they are even (the fragments' pairs), else 1 (element by
+/// element).
+pub fn c_width(
+    config: &MmaConfig,
+    c: &crate::problem::MatrixDesc,
+    input: u32,
+    output: u32,
+    limit: usize,
+) -> u32 {
+    let mut wide = if config.stages_c(input, limit) {
+        wide_c(config, output)
+    } else {
+        2
+    };
+    // The widest that C's layout allows: f16 rows of a multiple of 4 elements, not of 8, in
+    // vectors of 4.
+    while wide > 2 && store_width(c, wide) != wide {
+        wide /= 2;
+    }
+    match store_width(c, wide) {
+        1 => store_width(c, 2),
+        wide => wide,
+    }
+}
+
+/// Shared memory per cube `expand` (the compile check, `tilemm emit`) takes the device to
+/// have: an A100's 163 KiB, the least of the targets it compiles the rung for (sm_80,
+/// sm_90).
+const EXPAND_SHARED_LIMIT: usize = 163 * 1024;
 
 impl Rung for Mma {
     const NAME: &'static str = "mma";
@@ -1716,7 +1964,13 @@ impl Rung for Mma {
             copy_width(&args.views[0], bytes),
             copy_width(&args.views[1], bytes),
         );
-        let width_c = store_width(&args.views[2], 2);
+        let width_c = c_width(
+            config,
+            &args.views[2],
+            size_of::<I::Fragment>() as u32,
+            size_of::<O>() as u32,
+            client.properties().hardware.max_shared_memory_size,
+        );
         let dim = CubeDim::new_2d(WARP, config.warps());
         let layouts = args.layouts();
         let gemm = args.gemm::<A, R>();
@@ -1750,8 +2004,15 @@ impl Rung for Mma {
     ) -> CubeDim {
         let layouts = kernel.layouts;
         let mut kernel = kernel;
-        // The fast path: 16-byte copies of both operands, C in 2-vectors; f32 as tf32.
-        kernel.register_size::<mma_matmul::NC>(2);
+        // The fast path: 16-byte copies of both operands, C in 16-byte vectors (the wide
+        // epilogue); f32 as tf32.
+        let input = size_of::<I::Fragment>() as u32;
+        let wide = if config.stages_c(input, EXPAND_SHARED_LIMIT) {
+            wide_c(config, size_of::<O>() as u32)
+        } else {
+            2
+        };
+        kernel.register_size::<mma_matmul::NC>(wide as usize);
         macro_rules! go {
             ($f:ty) => {{
                 let bytes = size_of::<$f>() as u32;
@@ -1759,8 +2020,8 @@ impl Rung for Mma {
                 kernel.register_size::<mma_matmul::NF>((4 / bytes) as usize);
                 let t = kernel.typed_with::<$f, $f, A, Vector<O, mma_matmul::NC>>();
                 mma_matmul::expand::<$f, mma_matmul::NF, A, O, mma_matmul::NC>(
-                    t.scope, (4 / bytes) as usize, 2, t.a, t.b, t.c, t.args, *config, layouts,
-                    width, width, 2,
+                    t.scope, (4 / bytes) as usize, wide as usize, t.a, t.b, t.c, t.args,
+                    *config, layouts, width, width, wide,
                 );
             }};
         }
@@ -1893,6 +2154,69 @@ mod tests {
             wk: 1,
             emulate: true,
         }
+    }
+
+    #[test]
+    fn c_goes_out_in_sixteen_byte_vectors_where_its_rows_allow_else_in_pairs_or_elements() {
+        use crate::problem::MatrixDesc;
+        let row_major = |rows, cols, row_stride| MatrixDesc {
+            rows,
+            cols,
+            row_stride,
+            col_stride: 1,
+            offset: 0,
+            batch_stride: 0,
+        };
+        let device = Mma::default_config();
+        let big = MmaConfig {
+            bm: 128,
+            bn: 256,
+            bk: 64,
+            wm: 2,
+            wn: 4,
+            ..device
+        };
+        // An H100's shared memory per cube, and an A100's.
+        let (h100, a100) = (227 * 1024, 163 * 1024);
+        let square = row_major(64, 1024, 1024);
+        for config in [device, big] {
+            for limit in [h100, a100] {
+                // 16 bytes: 8 f16, 4 f32 (f16 inputs; C in f32 from f16 in the pairs on an
+                // A100 only where the staging does not fit: it fits both here).
+                assert_eq!(c_width(&config, &square, 2, 2, limit), 8);
+                assert_eq!(c_width(&config, &square, 2, 4, limit), 4);
+                // f16 rows of a multiple of 4: vectors of 4.
+                assert_eq!(c_width(&config, &row_major(64, 1028, 1028), 2, 2, limit), 4);
+                // Rows of an even length, not of the vector's: the fragments' pairs.
+                assert_eq!(c_width(&config, &row_major(64, 1026, 1026), 2, 2, limit), 2);
+                assert_eq!(c_width(&config, &row_major(64, 1024, 1030), 2, 4, limit), 2);
+                // Odd, or column-major: element by element.
+                assert_eq!(c_width(&config, &row_major(64, 1023, 1023), 2, 2, limit), 1);
+                let col_major = MatrixDesc {
+                    row_stride: 1,
+                    col_stride: 64,
+                    ..row_major(64, 1024, 1)
+                };
+                assert_eq!(c_width(&config, &col_major, 2, 4, limit), 1);
+            }
+        }
+        // tf32 in 128×256 at BK 32: 150 KiB of stages, and 18 KiB of staging fit an H100's
+        // shared memory, not an A100's.
+        let tf32_big = MmaConfig { bk: 32, ..big };
+        assert_eq!(c_width(&tf32_big, &square, 4, 4, h100), 4);
+        assert_eq!(c_width(&tf32_big, &square, 4, 4, a100), 2);
+        // Emulated, at most 4 elements (Vulkan's widest vector), in lavapipe's 32 KiB; a warp
+        // tile 16 wide holds 4 vectors of 4 in a row, a power of two.
+        let emulated = small(32, 16, 32, 1, 1);
+        let lavapipe = 32 * 1024;
+        assert_eq!(c_width(&emulated, &square, 2, 2, lavapipe), 4);
+        assert_eq!(c_width(&emulated, &square, 2, 4, lavapipe), 4);
+        // A row of 12 vectors (a warp tile 48 wide) is not a power of two of them: pairs.
+        let odd = MmaConfig {
+            bn: 48,
+            ..emulated
+        };
+        assert_eq!(c_width(&odd, &square, 2, 4, lavapipe), 2);
     }
 
     #[test]
