@@ -1285,9 +1285,10 @@ pub fn mma_matmul<F: Float, NF: Size, A: Float + CubeElement, O: Float, NC: Size
 }
 
 /// Adds into the first group of warps along K the sums of the others, through shared memory:
-/// each unit's accumulators at a stride of the group's units, so that a warp's stores and
-/// loads fall in 32 distinct banks. (Behind the pipeline's stages: the copies past the slab's
-/// end that may still land there zero-fill stages, not this.)
+/// each unit's accumulators as pairs (one 8-byte access each) at a stride of the group's
+/// units, so that a warp's 256 bytes take two wavefronts, the least. (Behind the pipeline's
+/// stages: the copies past the slab's end that may still land there zero-fill stages, not
+/// this.)
 #[cube]
 fn sum_groups<A: Float>(
     acc: &mut Sequence<Array<Vector<A, Const<2>>>>,
@@ -1298,10 +1299,14 @@ fn sum_groups<A: Float>(
 ) {
     let units = comptime!(WARP * config.wm * config.wn);
     let per_group = comptime!(fragments * 4 * units);
-    let mut sums = SharedMemory::<A>::new(comptime!(((config.wk - 1) * per_group) as usize));
+    // Aligned for pairs: each unit's 2-vector at an even offset, one 8-byte access.
+    let mut sums = SharedMemory::<A>::new_aligned(
+        comptime!(((config.wk - 1) * per_group) as usize),
+        8usize,
+    );
     let unit = warp * WARP + UNIT_POS_X;
     if group > 0 {
-        let base = (group - 1) * per_group + unit;
+        let base = (group - 1) * per_group + 2 * unit;
         #[unroll]
         for f in 0..fragments {
             let frag = acc.index(comptime!(f as usize));
@@ -1310,7 +1315,7 @@ fn sum_groups<A: Float>(
                 let pair = frag[h as usize];
                 #[unroll]
                 for e in 0..2u32 {
-                    sums[(base + comptime!(((f * 2 + h) * 2 + e) * units)) as usize] =
+                    sums[(base + comptime!((f * 2 + h) * 2 * units + e)) as usize] =
                         pair[e as usize];
                 }
             }
@@ -1320,7 +1325,7 @@ fn sum_groups<A: Float>(
     if group == 0 {
         #[unroll]
         for other in 0..comptime!(config.wk - 1) {
-            let base = comptime!(other * per_group) + unit;
+            let base = comptime!(other * per_group) + 2 * unit;
             #[unroll]
             for f in 0..fragments {
                 let frag = acc.index_mut(comptime!(f as usize));
@@ -1330,7 +1335,7 @@ fn sum_groups<A: Float>(
                     #[unroll]
                     for e in 0..2u32 {
                         pair[e as usize] +=
-                            sums[(base + comptime!(((f * 2 + h) * 2 + e) * units)) as usize];
+                            sums[(base + comptime!((f * 2 + h) * 2 * units + e)) as usize];
                     }
                     frag[h as usize] = pair;
                 }
