@@ -80,8 +80,8 @@ fn shape(m: usize, k: usize, n: usize) -> Shape {
 /// with a broadcast batch and α/β, C in 16-byte vectors (the staged epilogue; emulated, 4
 /// elements); unaligned edges (element-wise staging, C in the fragments' pairs: N even, not a
 /// multiple of 4); A and B stored the other way (`ldmatrix.trans` swaps; for tf32, 32-bit
-/// loads), C in the input type; padded views with a column-major C (C by elements). `input`: f16, or tf32 (f32 data, C in
-/// f32, tf32's only output).
+/// loads), C in the input type; padded views with a column-major C (C by elements). `input`:
+/// f16, or tf32 (f32 data, C in f32, tf32's only output).
 fn contract_in(input: DType) -> Vec<(String, Problem)> {
     let precision = |output| Precision::new(input, output).unwrap();
     let out = if input == DType::TF32 {
