@@ -1472,7 +1472,7 @@ fn store_staged<A: Float, O: Float, NC: Size>(
     let (g, q) = (lane / 4, lane % 4);
     let stride = comptime!(config.warp_n() + 8);
     let base = warp * comptime!(STAGED_ROWS * stride);
-    // The vectors of a staged row (a power of two up to a warp: `wide_c`), of all the staged
+    // The vectors of a staged row (a power of two up to a warp: `rows_take`), of all the staged
     // rows, and a lane's share of them: its vector v lies 32·v / per_row rows below its
     // first, at the same columns.
     let per_row = comptime!(config.warp_n() / width_c);
@@ -1702,27 +1702,20 @@ fn store_pair<A: Float, O: Float, NC: Size>(
 }
 
 
-/// The widest vector of C's `bytes`-byte elements the epilogue stores: 16 bytes
-/// ([`store_staged`]); emulated, at most 4 elements, the widest vector of Vulkan's shaders. 2
-/// (the fragments' pairs) where a warp tile's row is not a power of two of such vectors up to a
-/// warp's lanes.
-fn wide_c(config: &MmaConfig, bytes: u32) -> u32 {
-    let wide = CHUNK_BYTES / bytes;
-    let wide = if config.emulate { wide.min(4) } else { wide };
+/// Whether the staged epilogue can store a warp tile's rows in vectors of `wide` columns: a
+/// row of them is a power of two up to a warp's lanes ([`store_staged`]'s lanes walk rows so).
+fn rows_take(config: &MmaConfig, wide: u32) -> bool {
     let per_row = config.warp_n() / wide;
-    if config.warp_n().is_multiple_of(wide) && per_row.is_power_of_two() && per_row <= WARP {
-        wide
-    } else {
-        2
-    }
+    config.warp_n().is_multiple_of(wide) && per_row.is_power_of_two() && per_row <= WARP
 }
 
 /// C's vector width (`NC`) for `config`'s kernel on `input`-byte operands, C of
 /// `output`-byte elements laid out as `c`, on a device of `limit` bytes of shared memory per
-/// cube: the widest vector from `wide_c` down to 4 elements of which C is row-major with
-/// offset, strides and N multiples, where the staging fits ([`MmaConfig::stages_c`]: the
-/// staged epilogue), else 2 where they are even (the fragments' pairs), else 1 (element by
-/// element).
+/// cube. The staged epilogue's (`store_staged`) where the staging fits
+/// ([`MmaConfig::stages_c`]): 16 bytes (emulated, at most 4 elements, the widest vector of
+/// Vulkan's shaders), halved down to 4 elements while C's layout (row-major, offset, strides
+/// and N multiples of it) or the warp tile's rows (`rows_take`) refuse it. Else 2 where C's
+/// are even (the fragments' pairs), else 1 (element by element).
 pub fn c_width(
     config: &MmaConfig,
     c: &crate::problem::MatrixDesc,
@@ -1730,19 +1723,18 @@ pub fn c_width(
     output: u32,
     limit: usize,
 ) -> u32 {
-    let mut wide = if config.stages_c(input, limit) {
-        wide_c(config, output)
-    } else {
-        2
-    };
-    // The widest that C's layout allows: f16 rows of a multiple of 4 elements, not of 8, in
-    // vectors of 4.
-    while wide > 2 && store_width(c, wide) != wide {
+    let mut wide = CHUNK_BYTES / output;
+    if config.emulate {
+        wide = wide.min(4);
+    }
+    let staged = config.stages_c(input, limit);
+    while wide > 2 && !(staged && rows_take(config, wide) && store_width(c, wide) == wide) {
         wide /= 2;
     }
-    match store_width(c, wide) {
-        1 => store_width(c, 2),
-        wide => wide,
+    if wide > 2 {
+        wide
+    } else {
+        store_width(c, 2)
     }
 }
 
@@ -2011,12 +2003,22 @@ impl Rung for Mma {
         let mut kernel = kernel;
         // The fast path: 16-byte copies of both operands, C in 16-byte vectors (the wide
         // epilogue); f32 as tf32.
-        let input = size_of::<I::Fragment>() as u32;
-        let wide = if config.stages_c(input, EXPAND_SHARED_LIMIT) {
-            wide_c(config, size_of::<O>() as u32)
-        } else {
-            2
+        // C row-major and aligned, as the fast path's products are.
+        let aligned = crate::problem::MatrixDesc {
+            rows: 1024,
+            cols: 1024,
+            row_stride: 1024,
+            col_stride: 1,
+            offset: 0,
+            batch_stride: 0,
         };
+        let wide = c_width(
+            config,
+            &aligned,
+            size_of::<I::Fragment>() as u32,
+            size_of::<O>() as u32,
+            EXPAND_SHARED_LIMIT,
+        );
         kernel.register_size::<mma_matmul::NC>(wide as usize);
         macro_rules! go {
             ($f:ty) => {{
