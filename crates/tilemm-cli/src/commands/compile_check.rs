@@ -6,7 +6,7 @@ use tilemm::{Plan, Precision};
 use tilemm_lab::tools::compile_check::{self, criteria, Outcome, Toolchain};
 
 use crate::args::*;
-use crate::{CommandResult, EXIT_FAIL};
+use crate::{CommandResult, Failure, EXIT_FAIL};
 
 pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     let mut plans = plans(&unnamed("--kernels", &args.kernels, &args.tpb)?, &args.tpb)?;
@@ -37,36 +37,44 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
     if !args.json {
         say!("{}", compile_check::Row::TABLE_HEADER);
     }
-    let mut via_rocwmma = false;
-    let mut rows = Vec::new();
     let (dtypes, archs) = (&args.dtypes, &args.archs);
-    let every = plans.iter().enumerate().flat_map(|(index, plan)| {
-        dtypes.iter().flat_map(move |&dtype| {
-            archs
-                .iter()
-                .map(move |arch| (index < defaults, plan, dtype, arch))
-        })
-    });
-    for (default, plan, dtype, arch) in every {
-        // By default each rung is checked in its default configuration, or where the target
-        // cannot run that (laid out for planes of another width), in its first one it can.
-        let fitted = (default && args.kernels.is_empty() && args.tpb.is_empty())
-            .then(|| {
-                let probe = compile_check::probe(Precision::of(dtype));
-                tilemm::plan::check::fitted(plan, &probe, &arch.device()).ok()
-            })
-            .flatten();
-        let plan = fitted.as_ref().unwrap_or(plan);
-        let row = compile_check::check_row(plan, Precision::of(dtype), arch, &tools);
+    let named = !(args.kernels.is_empty() && args.tpb.is_empty());
+    let mut jobs = Vec::new();
+    for (index, plan) in plans.iter().enumerate() {
+        for &dtype in dtypes {
+            for arch in archs {
+                let precision = Precision::of(dtype);
+                // By default each rung is checked in its default configuration, or where the
+                // target cannot run that (laid out for planes of another width), in its first
+                // one it can.
+                let fitted = (index < defaults && !named)
+                    .then(|| {
+                        let probe = compile_check::probe(precision);
+                        tilemm::plan::check::fitted(plan, &probe, &arch.device()).ok()
+                    })
+                    .flatten();
+                jobs.push((fitted.unwrap_or(*plan), precision, arch.clone()));
+            }
+        }
+    }
+    let workers = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
+    let mut via_rocwmma = false;
+    let mut rows = Vec::with_capacity(jobs.len());
+    compile_check::check_rows(&jobs, &tools, workers, |row| {
         if !args.json {
             say!("{row}");
         }
         // Whether a row was compiled through rocWMMA (said once, below the table).
+        let (plan, _, arch) = &jobs[rows.len()];
         if matches!(row.outcome, Outcome::Compiled { .. }) {
             via_rocwmma |= compile_check::through_rocwmma(plan, arch);
         }
         rows.push(row);
-    }
+        Ok::<(), Failure>(())
+    })?;
     let report = compile_check::Report::new(rows, archs, via_rocwmma);
     if args.json {
         say!(

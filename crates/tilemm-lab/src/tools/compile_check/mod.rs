@@ -19,8 +19,11 @@ pub mod loops;
 #[cfg(feature = "cuda")]
 mod nvidia;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{mpsc, PoisonError, RwLock};
 
 use serde::Serialize;
 
@@ -542,6 +545,13 @@ impl fmt::Display for Row {
 /// ([`check`]) and holds the result to its plan's criteria (no spill it does not allow, matrix
 /// instructions where it is built on matrix units, its main loop's FMA floor and mix).
 pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain) -> Row {
+    checked_row(plan, precision, arch, tools).0
+}
+
+/// [`check_row`], and whether the row missed the first call's compile-time limit (which a
+/// compile slowed by others beside it can miss).
+fn checked_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain) -> (Row, bool) {
+    let mut slow = false;
     let outcome = if let Some(reason) = not_applicable(plan, precision, arch) {
         Outcome::Skipped { reason }
     } else {
@@ -561,6 +571,7 @@ pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolcha
                 // limit: compile times on a shared machine vary, a regression is many times.)
                 let limit = 2.0 * tilemm::kernels::QUICK_COMPILE_SECONDS;
                 if plan.config.quick_to_compile(precision) && usage.compile_seconds > limit {
+                    slow = true;
                     failures.push(format!(
                         "compiles in {:.1} s, over {limit:.0} s for a first call's kernel",
                         usage.compile_seconds
@@ -582,12 +593,64 @@ pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolcha
             },
         }
     };
-    Row {
+    let row = Row {
         kernel: plan.to_string(),
         dtype: precision.short_name(),
         arch: arch.name.to_string(),
         outcome,
-    }
+    };
+    (row, slow)
+}
+
+/// Checks every (plan, precision, architecture) of `jobs` on `workers` threads (NVRTC and clang
+/// compile a kernel on one core) and hands each row to `each`, in the order of `jobs`, as soon
+/// as the rows before it are done; stops at the first error `each` returns. A row that misses
+/// the compile-time limit beside other compiles is compiled again alone, and that time counts:
+/// the limit is on a first call's compile, which runs alone.
+pub fn check_rows<E: Send>(
+    jobs: &[(Plan, Precision, Arch)],
+    tools: &Toolchain,
+    workers: usize,
+    mut each: impl FnMut(Row) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let next = AtomicUsize::new(0);
+    // Held shared by each compile, and alone by a compile that is timed again.
+    let alone = RwLock::new(());
+    let (done, results) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..workers.clamp(1, jobs.len().max(1)) {
+            let (done, next, alone) = (done.clone(), &next, &alone);
+            scope.spawn(move || loop {
+                let index = next.fetch_add(1, Relaxed);
+                let Some((plan, precision, arch)) = jobs.get(index) else {
+                    break;
+                };
+                let (mut row, slow) = {
+                    let _shared = alone.read().unwrap_or_else(PoisonError::into_inner);
+                    checked_row(plan, *precision, arch, tools)
+                };
+                if slow && workers > 1 {
+                    let _alone = alone.write().unwrap_or_else(PoisonError::into_inner);
+                    row = check_row(plan, *precision, arch, tools);
+                }
+                if done.send((index, row)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(done);
+        // Rows come back as they finish; each waits here until those before it are handed on.
+        let mut waiting = BTreeMap::new();
+        let mut handed = 0;
+        for (index, row) in results {
+            waiting.insert(index, row);
+            while let Some(row) = waiting.remove(&handed) {
+                each(row)?;
+                handed += 1;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// The compile check's rows, what was compiled against what (`notes`), and the counts.
@@ -679,6 +742,43 @@ mod tests {
             matrix_ops: Some(mix.matrix),
             compile_seconds: 0.0,
         }
+    }
+
+    /// Rows come back in the order asked for, whichever worker finishes first, and the first
+    /// error of the caller's stops the check. (Rows the targets skip need no compiler.)
+    #[test]
+    fn rows_are_handed_on_in_order_and_an_error_stops_them() {
+        let plan = Plan::new(Kernel::Mma.default_config());
+        let jobs: Vec<_> = (0..12)
+            .map(|i| {
+                let dtype = [DType::F32, DType::F64][i % 2];
+                (plan, Precision::of(dtype), KNOWN[i % KNOWN.len()].clone())
+            })
+            .collect();
+        let tools = Toolchain::default();
+        let mut seen = Vec::new();
+        let result: std::result::Result<(), ()> = check_rows(&jobs, &tools, 3, |row| {
+            assert!(matches!(row.outcome, Outcome::Skipped { .. }), "{row}");
+            seen.push((row.arch, row.dtype));
+            Ok(())
+        });
+        assert!(result.is_ok());
+        let asked: Vec<_> = jobs
+            .iter()
+            .map(|(_, precision, arch)| (arch.name.to_string(), precision.short_name()))
+            .collect();
+        assert_eq!(seen, asked);
+        let mut handed = 0;
+        let stopped = check_rows(&jobs, &tools, 3, |_| {
+            handed += 1;
+            if handed == 4 {
+                Err(handed)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(stopped, Err(4));
+        assert_eq!(handed, 4);
     }
 
     /// What wide loads give for 2×2 fragments per wavefront of 32: 4 WMMA, 8 `ds_load_b128`
