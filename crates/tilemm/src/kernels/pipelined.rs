@@ -625,6 +625,9 @@ fn k_loop<F: Float>(
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
     let (stage_a, stage_b) = comptime!((tile_a.elements(), tile_b.elements()));
     let tiles = (dims.k_end - dims.k_begin).div_ceil(bk);
+    // The block lies inside C (its corner always does): its tiles are whole but the slab's last.
+    let interior =
+        dims.m - row0 >= comptime!(config.bm) && dims.n - col0 >= comptime!(config.bn);
     let mut held = Held::<F>::new();
     // The first STAGES − 1 tiles in flight, then tile 0's first fragments.
     #[unroll]
@@ -637,11 +640,11 @@ fn k_loop<F: Float>(
                 let mut run_b =
                     tile_run(plan_b, dims, row0, col0, s, tiles, base_b, config, layouts, false);
                 copy_trip::<F>(
-                    a, plan_a, &mut run_a, shared_a, base_a, 1u32, config, layouts, true,
+                    a, plan_a, &mut run_a, shared_a, base_a, 1u32, config, layouts, true, true,
                     asynchronous,
                 );
                 copy_trip::<F>(
-                    b, plan_b, &mut run_b, shared_b, base_b, 1u32, config, layouts, false,
+                    b, plan_b, &mut run_b, shared_b, base_b, 1u32, config, layouts, false, true,
                     asynchronous,
                 );
             } else {
@@ -684,7 +687,7 @@ fn k_loop<F: Float>(
                 if t < tiles {
                     k_tile::<F>(
                         a, b, va, vb, dims, shared_a, shared_b, full, plan_a, plan_b, frags,
-                        &mut held, acc, batch, row0, col0, t, tiles,
+                        &mut held, acc, batch, row0, col0, interior, t, tiles,
                         comptime!(s * stage_a), comptime!(s * stage_b),
                         comptime!(next * stage_a), comptime!(next * stage_b),
                         comptime!(refill * stage_a), comptime!(refill * stage_b), next_parity,
@@ -701,7 +704,7 @@ fn k_loop<F: Float>(
             let refill = select(stage == 0, comptime!(stages - 1), stage - 1);
             k_tile::<F>(
                 a, b, va, vb, dims, shared_a, shared_b, full, plan_a, plan_b, frags, &mut held,
-                acc, batch, row0, col0, t, tiles, stage * stage_a, stage * stage_b,
+                acc, batch, row0, col0, interior, t, tiles, stage * stage_a, stage * stage_b,
                 next * stage_a, next * stage_b, refill * stage_a, refill * stage_b, 0u32, 0u32,
                 config, layouts, width_a, width_b, asynchronous,
             );
@@ -743,6 +746,7 @@ fn k_tile<F: Float>(
     batch: u32,
     row0: u32,
     col0: u32,
+    interior: bool,
     t: u32,
     tiles: u32,
     base_a: u32,
@@ -783,16 +787,31 @@ fn k_tile<F: Float>(
     let mut run_b = tile_run(
         plan_b, dims, row0, col0, fetched, tiles, refill_b, config, layouts, false,
     );
+    // In a block inside C, a fetched tile inside the slab is whole: its copies need no bounds
+    // (a uniform branch a trip, where the bounds cost about 25 instructions of some 630).
+    let k0 = dims.k_begin + fetched * comptime!(config.bk);
+    let whole = interior && fetched < tiles && dims.k_end - k0 >= comptime!(config.bk);
     for trip in 0..trips {
         if comptime!(chunked) {
-            copy_trip::<F>(
-                a, plan_a, &mut run_a, shared_a, refill_a, trips, config, layouts, true,
-                asynchronous,
-            );
-            copy_trip::<F>(
-                b, plan_b, &mut run_b, shared_b, refill_b, trips, config, layouts, false,
-                asynchronous,
-            );
+            if whole {
+                copy_trip::<F>(
+                    a, plan_a, &mut run_a, shared_a, refill_a, trips, config, layouts, true,
+                    false, asynchronous,
+                );
+                copy_trip::<F>(
+                    b, plan_b, &mut run_b, shared_b, refill_b, trips, config, layouts, false,
+                    false, asynchronous,
+                );
+            } else {
+                copy_trip::<F>(
+                    a, plan_a, &mut run_a, shared_a, refill_a, trips, config, layouts, true,
+                    true, asynchronous,
+                );
+                copy_trip::<F>(
+                    b, plan_b, &mut run_b, shared_b, refill_b, trips, config, layouts, false,
+                    true, asynchronous,
+                );
+            }
         }
         #[unroll]
         for h in 0..per_trip {
@@ -864,6 +883,7 @@ fn copy_trip<F: Float>(
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
     #[comptime] is_a: bool,
+    #[comptime] bounded: bool,
     #[comptime] asynchronous: bool,
 ) {
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
@@ -871,7 +891,8 @@ fn copy_trip<F: Float>(
     let units = comptime!(config.units());
     let count = comptime!(copies_per_unit(staged, units));
     copy_run::<F>(
-        src, plan, run, tile, stage_base, comptime!(count / trips), staged, units, !asynchronous,
+        src, plan, run, tile, stage_base, comptime!(count / trips), staged, units, bounded,
+        !asynchronous,
     );
 }
 

@@ -16,8 +16,13 @@ use serde::Serialize;
 enum Line {
     /// A label that branches can target.
     Label(String),
-    /// An instruction: what kind it is, and the label it branches to.
-    Instruction { kind: Kind, target: Option<String> },
+    /// An instruction: what kind it is, the label it branches to, and whether it is
+    /// predicated (a branch taken or not).
+    Instruction {
+        kind: Kind,
+        target: Option<String>,
+        conditional: bool,
+    },
 }
 
 /// What loop analysis counts of an instruction (the flags are not exclusive: a 128-bit
@@ -34,6 +39,9 @@ struct Kind {
     global_load: bool,
     wide_global_load: bool,
     async_copy: bool,
+    /// An asynchronous copy that zero-fills past a count read at run time (`LDGSTS….ZFILL`):
+    /// a bounded one, at the operands' edges.
+    zero_fill: bool,
     barrier: bool,
     copy_commit: bool,
     /// A load of an mbarrier's word at a constant shared address (sm_80's poll of its phase).
@@ -245,6 +253,7 @@ fn sass_kind(opcode: &str, operands: &str) -> Kind {
         global_load,
         wide_global_load: global_load && wide,
         async_copy: base == "LDGSTS",
+        zero_fill: base == "LDGSTS" && has("ZFILL"),
         barrier: base == "BAR",
         copy_commit: base == "LDGDEPBAR" || (base == "ARRIVES" && has("LDGSTSBAR")),
         barrier_poll: base == "LDS" && constant_address,
@@ -305,6 +314,7 @@ pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
             retry_end = target.clone().filter(forward);
         }
         let kind = sass_kind(opcode, operands);
+        let conditional = code.trim_start().starts_with('@');
         since_poll = if (opcode.starts_with("SYNCS.PHASECHK") && opcode.contains("TRYWAIT"))
             || kind.barrier_poll
         {
@@ -312,9 +322,79 @@ pub fn sass_main_loop(listing: &str) -> Option<LoopMix> {
         } else {
             since_poll.saturating_add(1)
         };
-        lines.push(Line::Instruction { kind, target });
+        lines.push(Line::Instruction {
+            kind,
+            target,
+            conditional,
+        });
     }
-    main_loop(&lines)
+    main_loop(&without_edge_arms(lines))
+}
+
+/// `lines` without the arms that only edge tiles run. A tile known at run time to be whole or
+/// not (the pipelined rung's copies) compiles to a diamond: a conditional branch forward, two
+/// arms, one ending in a jump past the other, both rejoining. Where one arm's copies are all
+/// bounded (zero-filling past the operands' edges) and the other's all whole, tiles inside the
+/// operands take the whole arm: the bounded one is left out, so that a loop is read as those
+/// tiles run it (products of 1024–8192 run their edge tiles once, if at all).
+fn without_edge_arms(mut lines: Vec<Line>) -> Vec<Line> {
+    let label_at = |lines: &[Line], name: &str| {
+        lines
+            .iter()
+            .position(|l| matches!(l, Line::Label(n) if n == name))
+    };
+    let copies = |arm: &[Line]| {
+        let (mut bounded, mut whole) = (0, 0);
+        for line in arm {
+            if let Line::Instruction { kind, .. } = line {
+                bounded += u32::from(kind.async_copy && kind.zero_fill);
+                whole += u32::from(kind.async_copy && !kind.zero_fill);
+            }
+        }
+        (bounded, whole)
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        let Line::Instruction {
+            target: Some(taken),
+            conditional: true,
+            ..
+        } = &lines[i]
+        else {
+            i += 1;
+            continue;
+        };
+        // The taken arm's label, ahead; the fall-through arm's last instruction, a jump to the
+        // join, ahead of that.
+        let diamond = label_at(&lines, taken)
+            .filter(|&t| t > i + 1)
+            .and_then(|t| match &lines[t - 1] {
+                Line::Instruction {
+                    target: Some(join),
+                    conditional: false,
+                    ..
+                } => label_at(&lines, join).filter(|&j| j > t).map(|j| (t, j)),
+                _ => None,
+            });
+        let Some((taken_at, join_at)) = diamond else {
+            i += 1;
+            continue;
+        };
+        let (fall, taken) = (i + 1..taken_at - 1, taken_at + 1..join_at);
+        match (copies(&lines[fall.clone()]), copies(&lines[taken.clone()])) {
+            // Whole tiles branch past the bounded arm (and its jump).
+            ((b, 0), (0, w)) if b > 0 && w > 0 => {
+                lines.drain(fall.start..taken_at);
+            }
+            // Whole tiles fall through and jump past the bounded arm.
+            ((0, w), (b, 0)) if b > 0 && w > 0 => {
+                lines.drain(taken);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    lines
 }
 
 /// Matrix-unit instructions anywhere in a SASS listing: HMMA (tensor cores, sm_70 on), HGMMA
@@ -406,7 +486,11 @@ pub fn amdgpu_main_loop(listing: &str) -> Option<LoopMix> {
         let target = (mnemonic.starts_with("s_cbranch") || mnemonic == "s_branch")
             .then(|| words.next().map(|t| t.trim_end_matches(',').to_string()))
             .flatten();
-        lines.push(Line::Instruction { kind, target });
+        lines.push(Line::Instruction {
+            kind,
+            target,
+            conditional: false,
+        });
     }
     main_loop(&lines)
 }
@@ -500,6 +584,47 @@ mod tests {
             assert_eq!(mix.instructions, polls + 6, "{poll}");
             assert!(mix.fragment_load_at_barrier);
         }
+    }
+
+    #[test]
+    fn the_bounded_copies_arm_is_left_out_where_the_other_copies_whole() {
+        // A trip of the pipelined rung: a tile known whole or not branches between bounded
+        // copies (zero-filling, with their count's arithmetic) and whole ones, then FMAs.
+        let bounded = "\
+        /*0110*/                   ISETP.GE.U32.AND P1, PT, R8, R9, PT ;
+        /*0120*/                   SEL R10, R11, RZ, P1 ;
+        /*0130*/                   IADD3 R12, -R10, 0x10, RZ ;
+        /*0140*/                   LDGSTS.E.BYPASS.128.ZFILL [R4], desc[UR12][R6.64], P1 ;";
+        let whole = "\
+        /*0160*/                   LDGSTS.E.BYPASS.128 [R4], desc[UR12][R6.64] ;";
+        let trip = |fall: &str, taken: &str| {
+            format!(
+                "\
+.L_x_1:
+        /*0100*/              @P0 BRA `(.L_x_2) ;
+{fall}
+        /*0150*/                   BRA `(.L_x_3) ;
+.L_x_2:
+{taken}
+.L_x_3:
+        /*0170*/                   FFMA R0, R1, R2, R0 ;
+        /*0180*/                   FFMA R3, R1, R2, R3 ;
+        /*0190*/              @P2 BRA `(.L_x_1) ;"
+            )
+        };
+        // Whole tiles branch past the bounded arm: the branch, the whole copy, two FFMAs and
+        // the back edge.
+        let mix = sass_main_loop(&trip(bounded, whole)).unwrap();
+        assert_eq!((mix.instructions, mix.async_copies, mix.fma), (5, 1, 2));
+        assert_eq!(mix.longest_idle_run, 3);
+        // Whole tiles fall through and jump past it: the jump runs too.
+        let mix = sass_main_loop(&trip(whole, bounded)).unwrap();
+        assert_eq!((mix.instructions, mix.async_copies), (6, 1));
+        // Both arms bounded (or both whole): nothing is left out.
+        let mix = sass_main_loop(&trip(bounded, bounded)).unwrap();
+        assert_eq!((mix.instructions, mix.async_copies), (13, 2));
+        let mix = sass_main_loop(&trip(whole, whole)).unwrap();
+        assert_eq!((mix.instructions, mix.async_copies), (7, 2));
     }
 
     #[test]

@@ -567,10 +567,11 @@ pub(crate) fn piece_run(
 }
 
 /// Copies the next `count` of the unit's pieces of `run` into the stage at `stage_base`, and
-/// moves `run` past them: a piece whose stored row lies at or past the end reads nothing, one
-/// whose chunk runs past the end along the rows reads only the elements before it, and the
-/// rest of each 16-byte chunk is zero-filled. No branch, so that the copies interleave with a
-/// loop's other work, in edge blocks and interior ones alike.
+/// moves `run` past them. `bounded`: a piece whose stored row lies at or past the end reads
+/// nothing, one whose chunk runs past the end along the rows reads only the elements before
+/// it, and the rest of each 16-byte chunk is zero-filled, with no branch. Not `bounded`, for a
+/// tile known to be whole: every piece is copied whole, without the bounds' dozen instructions
+/// a piece.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn copy_run<F: Float>(
@@ -582,6 +583,7 @@ pub(crate) fn copy_run<F: Float>(
     #[comptime] count: u32,
     #[comptime] staged: StagedTile,
     #[comptime] units: u32,
+    #[comptime] bounded: bool,
     #[comptime] emulate: bool,
 ) {
     let per_chunk = comptime!(staged.per_chunk);
@@ -595,8 +597,9 @@ pub(crate) fn copy_run<F: Float>(
         let offset = piece_offset(
             run.offset, run.row, plan.chunk, p, stage_base, staged, units,
         );
+        // Not bounded, the transfer copies whole pieces and reads no count.
         let valid = select(
-            run.outer + comptime!(p * rows_apart) < run.outer_end,
+            !comptime!(bounded) || run.outer + comptime!(p * rows_apart) < run.outer_end,
             run.along_valid,
             0u32,
         );
@@ -607,7 +610,7 @@ pub(crate) fn copy_run<F: Float>(
             tile,
             offset,
             per_chunk,
-            true,
+            bounded,
             emulate,
             false,
         );
