@@ -158,7 +158,7 @@ impl PipelinedConfig {
                 units.is_multiple_of(chunks) && (t.rows * chunks).is_multiple_of(units)
             })
         });
-        // Each trip of a tile issues an equal share of a unit's copies (see `copy_trip`).
+        // Each trip of a tile issues an equal share of a unit's copies (see `copy_trips`).
         let copies_spread = [false, true].iter().all(|&by_cols| {
             let (ta, tb) = self.tiles(Layouts {
                 a_by_cols: by_cols,
@@ -639,13 +639,9 @@ fn k_loop<F: Float>(
                     tile_run(plan_a, dims, row0, col0, s, tiles, base_a, config, layouts, true);
                 let mut run_b =
                     tile_run(plan_b, dims, row0, col0, s, tiles, base_b, config, layouts, false);
-                copy_trip::<F>(
-                    a, plan_a, &mut run_a, shared_a, base_a, 1u32, config, layouts, true, true,
-                    asynchronous,
-                );
-                copy_trip::<F>(
-                    b, plan_b, &mut run_b, shared_b, base_b, 1u32, config, layouts, false, true,
-                    asynchronous,
+                copy_trips::<F>(
+                    a, b, plan_a, plan_b, &mut run_a, &mut run_b, shared_a, shared_b, base_a,
+                    base_b, 1u32, config, layouts, true, asynchronous,
                 );
             } else {
                 stage_tile::<F>(
@@ -793,23 +789,16 @@ fn k_tile<F: Float>(
     let whole = interior && fetched < tiles && dims.k_end - k0 >= comptime!(config.bk);
     for trip in 0..trips {
         if comptime!(chunked) {
+            // Both arms the same calls: `bounded` is a compile-time argument.
             if whole {
-                copy_trip::<F>(
-                    a, plan_a, &mut run_a, shared_a, refill_a, trips, config, layouts, true,
-                    false, asynchronous,
-                );
-                copy_trip::<F>(
-                    b, plan_b, &mut run_b, shared_b, refill_b, trips, config, layouts, false,
-                    false, asynchronous,
+                copy_trips::<F>(
+                    a, b, plan_a, plan_b, &mut run_a, &mut run_b, shared_a, shared_b, refill_a,
+                    refill_b, trips, config, layouts, false, asynchronous,
                 );
             } else {
-                copy_trip::<F>(
-                    a, plan_a, &mut run_a, shared_a, refill_a, trips, config, layouts, true,
-                    true, asynchronous,
-                );
-                copy_trip::<F>(
-                    b, plan_b, &mut run_b, shared_b, refill_b, trips, config, layouts, false,
-                    true, asynchronous,
+                copy_trips::<F>(
+                    a, b, plan_a, plan_b, &mut run_a, &mut run_b, shared_a, shared_b, refill_a,
+                    refill_b, trips, config, layouts, true, asynchronous,
                 );
             }
         }
@@ -869,30 +858,36 @@ fn k_tile<F: Float>(
     }
 }
 
-/// One trip's share (of `trips`) of a unit's copies of `run` (A's where `is_a`, else B's), into
-/// the stage at `stage_base`: the next ones.
+/// One trip's share (of `trips`) of a unit's copies of `run_a` and `run_b` into the stages at
+/// `base_a` and `base_b`: the next ones, `bounded` or whole ([`copy_run`]).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn copy_trip<F: Float>(
-    src: &Array<F>,
-    plan: &CopyPlan,
-    run: &mut PieceRun,
-    tile: &mut SharedMemory<F>,
-    stage_base: u32,
+fn copy_trips<F: Float>(
+    a: &Array<F>,
+    b: &Array<F>,
+    plan_a: &CopyPlan,
+    plan_b: &CopyPlan,
+    run_a: &mut PieceRun,
+    run_b: &mut PieceRun,
+    shared_a: &mut SharedMemory<F>,
+    shared_b: &mut SharedMemory<F>,
+    base_a: u32,
+    base_b: u32,
     #[comptime] trips: u32,
     #[comptime] config: PipelinedConfig,
     #[comptime] layouts: Layouts,
-    #[comptime] is_a: bool,
     #[comptime] bounded: bool,
     #[comptime] asynchronous: bool,
 ) {
     let (tile_a, tile_b) = comptime!(config.tiles(layouts));
-    let staged = comptime!(if is_a { tile_a } else { tile_b });
     let units = comptime!(config.units());
-    let count = comptime!(copies_per_unit(staged, units));
+    let (count_a, count_b) =
+        comptime!((copies_per_unit(tile_a, units) / trips, copies_per_unit(tile_b, units) / trips));
     copy_run::<F>(
-        src, plan, run, tile, stage_base, comptime!(count / trips), staged, units, bounded,
-        !asynchronous,
+        a, plan_a, run_a, shared_a, base_a, count_a, tile_a, units, bounded, !asynchronous,
+    );
+    copy_run::<F>(
+        b, plan_b, run_b, shared_b, base_b, count_b, tile_b, units, bounded, !asynchronous,
     );
 }
 
