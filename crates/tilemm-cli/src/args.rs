@@ -356,9 +356,9 @@ pub(crate) struct CompileCheckArgs {
     /// what the table's loop columns are read from.
     #[arg(long, value_name = "DIR")]
     pub(crate) sass: Option<PathBuf>,
-    /// Compile this many kernels at once (default: one per core). Rows print in order either
-    /// way; a compile's own time, the table's last column, is the same as alone while jobs do
-    /// not outnumber cores.
+    /// Compile this many kernels at once (default: one per core, at most 8). Rows print in
+    /// order either way; a row over the first call's compile-time limit is compiled again
+    /// alone, and that time is the one shown.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Print the results as JSON.

@@ -57,8 +57,10 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
             }
         }
     }
+    // A compile takes up to about 320 MB (mma 128×256 at BK 64 for sm_90): at most 8 at once
+    // by default, whatever the core count.
     let workers = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         |n| n as usize,
     );
     let mut via_rocwmma = false;
