@@ -607,7 +607,7 @@ fn checked_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain
 /// as the rows before it are done; stops at the first error `each` returns. A row that misses
 /// the compile-time limit beside other compiles is compiled again alone, and that time counts:
 /// the limit is on a first call's compile, which runs alone.
-pub fn check_rows<E: Send>(
+pub fn check_rows<E>(
     jobs: &[(Plan, Precision, Arch)],
     tools: &Toolchain,
     workers: usize,
@@ -617,8 +617,9 @@ pub fn check_rows<E: Send>(
     // Held shared by each compile, and alone by a compile that is timed again.
     let alone = RwLock::new(());
     let (done, results) = mpsc::channel();
+    let threads = workers.clamp(1, jobs.len().max(1));
     std::thread::scope(|scope| {
-        for _ in 0..workers.clamp(1, jobs.len().max(1)) {
+        for _ in 0..threads {
             let (done, next, alone) = (done.clone(), &next, &alone);
             scope.spawn(move || loop {
                 let index = next.fetch_add(1, Relaxed);
@@ -629,7 +630,7 @@ pub fn check_rows<E: Send>(
                     let _shared = alone.read().unwrap_or_else(PoisonError::into_inner);
                     checked_row(plan, *precision, arch, tools)
                 };
-                if slow && workers > 1 {
+                if slow && threads > 1 {
                     let _alone = alone.write().unwrap_or_else(PoisonError::into_inner);
                     row = check_row(plan, *precision, arch, tools);
                 }

@@ -597,9 +597,9 @@ pub(crate) fn copy_run<F: Float>(
         let offset = piece_offset(
             run.offset, run.row, plan.chunk, p, stage_base, staged, units,
         );
-        // Not bounded, the transfer copies whole pieces and reads no count.
+        // (Not bounded, the transfer copies whole pieces and never reads the count.)
         let valid = select(
-            !comptime!(bounded) || run.outer + comptime!(p * rows_apart) < run.outer_end,
+            run.outer + comptime!(p * rows_apart) < run.outer_end,
             run.along_valid,
             0u32,
         );
