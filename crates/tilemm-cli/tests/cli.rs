@@ -1045,6 +1045,9 @@ fn compile_check_reports_amd_resources_through_clang() {
         "--dtypes",
         "f32",
     ]);
+    // No NVIDIA target, so no NVRTC to time the pace probe with: the limit as measured on the
+    // development machine.
+    assert!(report["pace"].is_null(), "{}", report["pace"]);
     for (kernel, arch) in [
         ("naive", "gfx90a"),
         ("naive", "gfx1100"),
@@ -1245,6 +1248,19 @@ fn compile_check_reports_nvidia_resources_through_nvrtc() {
         let length = main_loop["instructions"].as_u64().unwrap();
         assert!(fma > 0 && fma < length && length > 4, "{row}");
     }
+    // The first call's compile-time limit is scaled by this machine's pace, measured through
+    // NVRTC: a positive time, named in the notes with the limit it gives.
+    let probe = report["pace"]["probe_seconds"].as_f64().unwrap();
+    assert!(probe > 0.0 && probe.is_finite(), "{}", report["pace"]);
+    assert!(
+        report["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("pace probe compiled in")),
+        "{}",
+        report["notes"]
+    );
 }
 
 /// Whether ROCm's HIP runtime and hiprtc are both installed (then `--backend hip` must work,

@@ -28,12 +28,15 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
             .collect();
         plans.extend(extra);
     }
-    let tools = Toolchain {
+    let mut tools = Toolchain {
         cuda_include: args.cuda_include.clone(),
         clang: args.clang.clone(),
         sass_dir: args.sass.clone(),
+        pace: None,
     };
     compile_check::preflight(&args.archs, &tools)?;
+    // The first call's compile-time limit scales with how fast this machine compiles today.
+    tools.pace = compile_check::Pace::measure(&args.archs)?;
     if !args.json {
         say!("{}", compile_check::Row::TABLE_HEADER);
     }
@@ -77,7 +80,7 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
         rows.push(row);
         Ok::<(), Failure>(())
     })?;
-    let report = compile_check::Report::new(rows, archs, via_rocwmma);
+    let report = compile_check::Report::new(rows, archs, via_rocwmma, tools.pace);
     if args.json {
         say!(
             "{}",
@@ -88,6 +91,7 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
         for note in &report.notes {
             say!("{note}");
         }
+
         say!(
             "{} compiled, {} skipped, {} failed",
             report.compiled,

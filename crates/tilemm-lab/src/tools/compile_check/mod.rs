@@ -409,6 +409,53 @@ pub struct Toolchain {
     /// Where to write each kernel's machine code: NVIDIA SASS (`.sass`), AMD assembly (`.s`);
     /// `None`: nowhere.
     pub sass_dir: Option<PathBuf>,
+    /// How fast this machine compiles ([`Pace::measure`]), which scales the first call's
+    /// compile-time limit; `None`: as fast as the development machine.
+    pub pace: Option<Pace>,
+}
+
+/// How long NVRTC took for the pace probe (a fixed kernel, `nvidia.rs`) on the development
+/// machine (2 cores). Derived on 2026-11-28, a slow day there: in one run the probe took
+/// 1.0–1.8 s (the shortest of three) and the mma rung's 128×128 at BK 32 in f16 for sm_90
+/// 11.0–12.6 s, a ratio of about 10, where that kernel takes 4.1 s on a usual day.
+pub const PACE_PROBE_SECONDS: f64 = 0.4;
+
+/// How fast the machine running the check compiles, from a fixed kernel's compile time: the
+/// limit on a first call's compile is a limit on the kernel, so it scales with the machine
+/// (a shared machine can compile 3× slower on one day than on another), where a regression in
+/// the kernel is many times.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Pace {
+    /// The probe's compile time here (NVRTC for sm_90, shortest of three).
+    pub probe_seconds: f64,
+}
+
+impl Pace {
+    /// Times the probe through NVRTC, where the check compiles for an NVIDIA target (the limit
+    /// is NVRTC's; without one, `None`: the limit as on the development machine).
+    pub fn measure(archs: &[Arch]) -> Result<Option<Pace>> {
+        if !archs.iter().any(|a| a.vendor == Vendor::Nvidia) {
+            return Ok(None);
+        }
+        #[cfg(feature = "cuda")]
+        return Ok(Some(Pace {
+            probe_seconds: nvidia::pace_probe_seconds()?,
+        }));
+        #[cfg(not(feature = "cuda"))]
+        Ok(None)
+    }
+
+    /// How many times slower than the development machine this one compiles, never under 1.
+    pub fn factor(&self) -> f64 {
+        (self.probe_seconds / PACE_PROBE_SECONDS).max(1.0)
+    }
+
+    /// The longest a first call's kernel may take to compile here: twice
+    /// [`tilemm::kernels::QUICK_COMPILE_SECONDS`] (a margin for a shared machine's noise), times
+    /// [`Pace::factor`].
+    pub fn compile_limit(pace: Option<Pace>) -> f64 {
+        2.0 * tilemm::kernels::QUICK_COMPILE_SECONDS * pace.map_or(1.0, |p| p.factor())
+    }
 }
 
 /// Checks that the tools for every architecture in `archs` are there, so that a missing tool is
@@ -545,12 +592,25 @@ impl fmt::Display for Row {
 /// ([`check`]) and holds the result to its plan's criteria (no spill it does not allow, matrix
 /// instructions where it is built on matrix units, its main loop's FMA floor and mix).
 pub fn check_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain) -> Row {
-    checked_row(plan, precision, arch, tools).0
+    checked_row(
+        plan,
+        precision,
+        arch,
+        tools,
+        Pace::compile_limit(tools.pace),
+    )
+    .0
 }
 
-/// [`check_row`], and whether the row missed the first call's compile-time limit (which a
-/// compile slowed by others beside it can miss).
-fn checked_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain) -> (Row, bool) {
+/// [`check_row`] with the first call's compile-time `limit`, and whether the row missed it
+/// (which a compile slowed by others beside it can).
+fn checked_row(
+    plan: &Plan,
+    precision: Precision,
+    arch: &Arch,
+    tools: &Toolchain,
+    limit: f64,
+) -> (Row, bool) {
     let mut slow = false;
     let outcome = if let Some(reason) = not_applicable(plan, precision, arch) {
         Outcome::Skipped { reason }
@@ -567,13 +627,12 @@ fn checked_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain
                 if usage.below_fma_floor() {
                     failures.push("main loop below its FMA floor".to_string());
                 }
-                // A first call compiles one kernel: a quick one must stay quick. (Twice the
-                // limit: compile times on a shared machine vary, a regression is many times.)
-                let limit = 2.0 * tilemm::kernels::QUICK_COMPILE_SECONDS;
+                // A first call compiles one kernel: a quick one must stay quick.
                 if plan.config.quick_to_compile(precision) && usage.compile_seconds > limit {
                     slow = true;
                     failures.push(format!(
-                        "compiles in {:.1} s, over {limit:.0} s for a first call's kernel",
+                        "compiles in {:.1} s, over {limit:.1} s for a first call's kernel \
+                         on this machine",
                         usage.compile_seconds
                     ));
                 }
@@ -605,8 +664,10 @@ fn checked_row(plan: &Plan, precision: Precision, arch: &Arch, tools: &Toolchain
 /// Checks every (plan, precision, architecture) of `jobs` on `workers` threads (NVRTC and clang
 /// compile a kernel on one core) and hands each row to `each`, in the order of `jobs`, as soon
 /// as the rows before it are done; stops at the first error `each` returns. A row that misses
-/// the compile-time limit beside other compiles is compiled again alone, and that time counts:
-/// the limit is on a first call's compile, which runs alone.
+/// the compile-time limit (beside other compiles, or in a slow spell of a shared machine) is
+/// compiled again alone, right after the pace probe is timed again where it was measured, and
+/// that time counts against that pace: the limit is on a first call's compile, which runs
+/// alone.
 pub fn check_rows<E>(
     jobs: &[(Plan, Precision, Arch)],
     tools: &Toolchain,
@@ -628,11 +689,18 @@ pub fn check_rows<E>(
                 };
                 let (mut row, slow) = {
                     let _shared = alone.read().unwrap_or_else(PoisonError::into_inner);
-                    checked_row(plan, *precision, arch, tools)
+                    checked_row(
+                        plan,
+                        *precision,
+                        arch,
+                        tools,
+                        Pace::compile_limit(tools.pace),
+                    )
                 };
-                if slow && threads > 1 {
+                if slow {
                     let _alone = alone.write().unwrap_or_else(PoisonError::into_inner);
-                    row = check_row(plan, *precision, arch, tools);
+                    let limit = Pace::compile_limit(pace_now(tools.pace));
+                    row = checked_row(plan, *precision, arch, tools, limit).0;
                 }
                 if done.send((index, row)).is_err() {
                     break;
@@ -654,6 +722,18 @@ pub fn check_rows<E>(
     })
 }
 
+/// The pace probe timed again where `pace` was measured (else `None`); `pace` itself where the
+/// probe fails this time.
+fn pace_now(pace: Option<Pace>) -> Option<Pace> {
+    #[cfg(feature = "cuda")]
+    if pace.is_some() {
+        if let Ok(probe_seconds) = nvidia::pace_probe_seconds() {
+            return Some(Pace { probe_seconds });
+        }
+    }
+    pace
+}
+
 /// The compile check's rows, what was compiled against what (`notes`), and the counts.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -668,12 +748,15 @@ pub struct Report {
     pub skipped: usize,
     /// Rows that failed to compile or missed a criterion.
     pub failed: usize,
+    /// How fast this machine compiled, where it was measured (the first call's compile-time
+    /// limit scales with it).
+    pub pace: Option<Pace>,
 }
 
 impl Report {
     /// Counts `rows` and says what the AMD sources were compiled against (`via_rocwmma`:
-    /// whether a row went through rocWMMA).
-    pub fn new(rows: Vec<Row>, archs: &[Arch], via_rocwmma: bool) -> Report {
+    /// whether a row went through rocWMMA) and how fast this machine compiled (`pace`).
+    pub fn new(rows: Vec<Row>, archs: &[Arch], via_rocwmma: bool, pace: Option<Pace>) -> Report {
         let mut notes = Vec::new();
         if archs.iter().any(|a| a.vendor == Vendor::Amd) {
             notes.push(match hip_headers() {
@@ -687,6 +770,15 @@ impl Report {
                          were compiled against tilemm's stand-in header only"
                     .to_string(),
             });
+        }
+        if let Some(pace) = pace {
+            notes.push(format!(
+                "a first call's kernel may compile in {:.1} s here: the pace probe compiled in \
+                 {:.2} s, {PACE_PROBE_SECONDS:.2} s on the development machine (a row over the \
+                 limit is timed again alone, after the probe)",
+                Pace::compile_limit(Some(pace)),
+                pace.probe_seconds,
+            ));
         }
         if let Some(headers) = via_rocwmma.then(rocwmma_headers).flatten() {
             notes.push(format!(
@@ -706,6 +798,7 @@ impl Report {
             notes,
             skipped,
             failed,
+            pace,
         }
     }
 }
@@ -747,6 +840,21 @@ mod tests {
 
     /// Rows come back in the order asked for, whichever worker finishes first, and the first
     /// error of the caller's stops the check. (Rows the targets skip need no compiler.)
+    #[test]
+    fn the_compile_limit_scales_with_a_slower_machine_and_never_shrinks() {
+        let limit = 2.0 * tilemm::kernels::QUICK_COMPILE_SECONDS;
+        assert_eq!(Pace::compile_limit(None), limit);
+        let slower = Pace {
+            probe_seconds: 3.0 * PACE_PROBE_SECONDS,
+        };
+        assert!((slower.factor() - 3.0).abs() < 1e-12);
+        assert!((Pace::compile_limit(Some(slower)) - 3.0 * limit).abs() < 1e-9);
+        let faster = Pace {
+            probe_seconds: PACE_PROBE_SECONDS / 2.0,
+        };
+        assert_eq!(Pace::compile_limit(Some(faster)), limit);
+    }
+
     #[test]
     fn rows_are_handed_on_in_order_and_an_error_stops_them() {
         let plan = Plan::new(Kernel::Mma.default_config());

@@ -70,6 +70,75 @@ pub(super) fn preflight(tools: &Toolchain) -> Result<PathBuf> {
         })
 }
 
+/// A fixed kernel, no headers, whose compile time measures how fast this machine compiles
+/// (`super::Pace`): an 8×8 micro-tile of FMAs over 32 unrolled steps of shared memory, about
+/// what ptxas spends its time on in tilemm's kernels, and unchanged when they change.
+const PACE_PROBE: &str = r#"
+extern "C" __global__ void probe(const float* __restrict__ a, const float* __restrict__ b,
+                                 float* c, int n) {
+  __shared__ float sa[2][1024];
+  __shared__ float sb[2][1024];
+  float acc[8][8];
+  #pragma unroll
+  for (int i = 0; i < 8; i++)
+    #pragma unroll
+    for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+  int t = threadIdx.x;
+  for (int k0 = 0; k0 < n; k0 += 8) {
+    int s = (k0 / 8) & 1;
+    #pragma unroll
+    for (int q = 0; q < 4; q++) {
+      sa[s][t + 256 * q] = a[(k0 + q) * 1024 + t + blockIdx.x * 256];
+      sb[s][t + 256 * q] = b[(k0 + q) * 1024 + t + blockIdx.y * 256];
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int k = 0; k < 32; k++) {
+      float ra[8], rb[8];
+      #pragma unroll
+      for (int i = 0; i < 8; i++) {
+        ra[i] = sa[s][(k * 8 + i * 16 + t) & 1023];
+        rb[i] = sb[s][(k * 16 + i + t * 8) & 1023];
+      }
+      #pragma unroll
+      for (int i = 0; i < 8; i++)
+        #pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+    }
+  }
+  #pragma unroll
+  for (int i = 0; i < 8; i++)
+    #pragma unroll
+    for (int j = 0; j < 8; j++) c[(blockIdx.x * 64 + i) * 1024 + t * 8 + j] = acc[i][j];
+}
+"#;
+
+/// How long NVRTC takes for [`PACE_PROBE`] for sm_90: the shortest of three compiles, the
+/// others' noise left out.
+pub(super) fn pace_probe_seconds() -> Result<f64> {
+    // SAFETY: only tries to dlopen libnvrtc (cudarc panics on a call without it).
+    if !unsafe { sys::is_culib_present() } {
+        return Err(tool_error("NVRTC", NVRTC_HINT));
+    }
+    let source = CString::new(PACE_PROBE).map_err(|e| tool_error("NVRTC", e))?;
+    let options = ["--gpu-architecture=sm_90".to_string()];
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let program = result::create_program(&source, None).map_err(|e| tool_error("NVRTC", e))?;
+        let start = std::time::Instant::now();
+        // SAFETY: `program` was just created and is destroyed once, after the compile.
+        let compiled = unsafe {
+            let compiled = result::compile_program(program, &options);
+            let _ = result::destroy_program(program);
+            compiled
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        compiled.map_err(|e| tool_error("NVRTC", format!("the pace probe: {e:?}")))?;
+        best = best.min(seconds);
+    }
+    Ok(best)
+}
+
 pub(super) fn check(
     plan: &Plan,
     precision: tilemm::problem::Precision,
