@@ -2,6 +2,8 @@
 product with tilemm computing each block, both workers taking part, a worker's error arriving
 as the same tilemm exception; and on Dask's local schedulers."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,10 @@ import tilemm.dask  # noqa: F401 (also reachable as tilemm.dask without it)
 
 @pytest.fixture(scope="module")
 def client():
+    # distributed writes its workers' settings into this process's environment and leaves them
+    # (MALLOC_TRIM_THRESHOLD_=65536, OMP_NUM_THREADS=1, ...): restored after, so that the
+    # programs later tests start see the environment they were given, not the cluster's.
+    environ = dict(os.environ)
     cluster = LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -26,6 +32,8 @@ def client():
     with Client(cluster) as client:
         yield client
     cluster.close()
+    os.environ.clear()
+    os.environ.update(environ)
 
 
 def integers(shape, dtype, seed):
