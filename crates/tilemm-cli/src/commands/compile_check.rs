@@ -91,7 +91,6 @@ pub fn compile_check_command(args: CompileCheckArgs) -> CommandResult {
         for note in &report.notes {
             say!("{note}");
         }
-
         say!(
             "{} compiled, {} skipped, {} failed",
             report.compiled,
