@@ -5,6 +5,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -250,15 +251,25 @@ fn a_lock_held_or_left_behind_costs_no_wait_and_a_live_holder_at_most_a_note() {
     assert!(!dead.exists(), "a dead process's work folder was kept");
 
     // A live holder (flock(1) holding the store's lock): a wait of seconds, then a note.
+    // In a process group of its own: its sleep holds the lock too (the descriptor it inherits),
+    // and is stopped with it rather than left for a minute holding the test's output open.
     let mut holder = Command::new("flock")
         .arg(build.join("lock"))
         .args(["sleep", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("flock(1) from util-linux");
     std::thread::sleep(Duration::from_millis(300));
     let start = Instant::now();
     let out = assert_passes(&run(cache.path(), "naive"), "held");
-    holder.kill().unwrap();
+    let group = format!("-{}", holder.id());
+    let killed = Command::new("kill").args(["-KILL", "--", &group]).status();
+    assert!(
+        matches!(killed, Ok(s) if s.success()),
+        "kill {group}: {killed:?}"
+    );
     holder.wait().unwrap();
     assert!(
         start.elapsed() < Duration::from_secs(30),
