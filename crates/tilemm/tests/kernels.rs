@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{every_plan, f32_plans, gpu, rung_plans, runs};
+use common::{every_plan, f32_plans, gpu, of_rung, rung_plans, runs};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemm::io::inputs;
@@ -107,16 +107,24 @@ fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
     }
 }
 
-#[test]
-fn integer_inputs_give_the_exact_product_on_every_rung() {
-    integer_inputs_give_the_exact_product(rung_plans());
+per_rung!(
+    integer_inputs_give_the_exact_product_on_each_rung,
+    integer_on_rung
+);
+
+fn integer_on_rung(kernel: Kernel) {
+    integer_inputs_give_the_exact_product(of_rung(kernel, rung_plans()));
 }
 
-/// Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
-#[test]
-#[ignore = "exhaustive: scripts/test-exhaustive runs it"]
-fn integer_inputs_give_the_exact_product_in_every_configuration() {
-    integer_inputs_give_the_exact_product(every_plan());
+// Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
+per_rung!(
+    #[ignore = "exhaustive: scripts/test-exhaustive runs it"]
+    integer_inputs_give_the_exact_product_in_every_configuration,
+    integer_in_every_configuration
+);
+
+fn integer_in_every_configuration(kernel: Kernel) {
+    integer_inputs_give_the_exact_product(of_rung(kernel, every_plan()));
 }
 
 fn integer_inputs_give_the_exact_product(plans: Vec<Plan>) {
@@ -146,8 +154,12 @@ fn integer_inputs_give_the_exact_product(plans: Vec<Plan>) {
     }
 }
 
-#[test]
-fn k_beyond_the_drivers_loop_cap_gives_the_exact_product() {
+per_rung!(
+    k_beyond_the_drivers_loop_cap_gives_the_exact_product,
+    k_beyond_the_loop_cap
+);
+
+fn k_beyond_the_loop_cap(kernel: Kernel) {
     // Debian 12's lavapipe stops a unit after 65535 loop iterations and returns the truncated
     // sum without an error; the naive kernel loops once per element of K, the tiled kernel once
     // per tile of TPB. With K past that cap for every kernel and tile size, entries in {-1, 0, 1}
@@ -155,7 +167,7 @@ fn k_beyond_the_drivers_loop_cap_gives_the_exact_product() {
     // shows.
     const DRIVER_LOOP_CAP: usize = 65535;
     let mut rng = StdRng::seed_from_u64(11);
-    for plan in rung_plans() {
+    for plan in of_rung(kernel, rung_plans()) {
         let probe = Problem::new(1, 1, 1).unwrap();
         let per_trip = plan.config.shape(&probe).k_per_trip as usize;
         let k = (DRIVER_LOOP_CAP + 977) * per_trip + 3;
@@ -293,10 +305,14 @@ fn contract_problems() -> Vec<(String, Problem)> {
     out
 }
 
-#[test]
-fn every_rung_honours_the_contract_within_the_bound_and_exactly_on_integers() {
+per_rung!(
+    each_rung_honours_the_contract_within_the_bound_and_exactly_on_integers,
+    contract_on_rung
+);
+
+fn contract_on_rung(kernel: Kernel) {
     let mut rng = StdRng::seed_from_u64(3);
-    for plan in rung_plans() {
+    for plan in of_rung(kernel, rung_plans()) {
         for (name, p) in contract_problems()
             .into_iter()
             .filter(|(_, p)| runs(&plan, p))
@@ -389,16 +405,24 @@ fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integer
     }
 }
 
-#[test]
-fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak_on_every_rung() {
-    beta_zero_never_reads_c(rung_plans());
+per_rung!(
+    beta_zero_never_reads_c_so_nan_in_it_does_not_leak_on_each_rung,
+    beta_zero_on_rung
+);
+
+fn beta_zero_on_rung(kernel: Kernel) {
+    beta_zero_never_reads_c(of_rung(kernel, rung_plans()));
 }
 
-/// Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
-#[test]
-#[ignore = "exhaustive: scripts/test-exhaustive runs it"]
-fn beta_zero_never_reads_c_so_nan_in_it_does_not_leak_in_every_configuration() {
-    beta_zero_never_reads_c(every_plan());
+// Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
+per_rung!(
+    #[ignore = "exhaustive: scripts/test-exhaustive runs it"]
+    beta_zero_never_reads_c_so_nan_in_it_does_not_leak_in_every_configuration,
+    beta_zero_in_every_configuration
+);
+
+fn beta_zero_in_every_configuration(kernel: Kernel) {
+    beta_zero_never_reads_c(of_rung(kernel, every_plan()));
 }
 
 fn beta_zero_never_reads_c(plans: Vec<Plan>) {

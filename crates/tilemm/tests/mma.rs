@@ -395,12 +395,12 @@ fn lavapipe_mesa(info: &tilemm::DeviceInfo) -> Option<u32> {
     major.parse().ok()
 }
 
-#[test]
-fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
+/// Whether the emulation runs in this process, and which branch was taken, said.
+fn the_emulation_runs_here() -> bool {
     let info = gpu().info();
     // Debian 12's lavapipe (Mesa 22, LLVM 15) spends minutes per kernel variant of the
-    // emulation in LLVM's coroutine pass (about 6 minutes for this test, against 3 on Mesa
-    // 26): CI runs it in its Mesa 26 step, which sets TILEMM_EXPECT_MATRIX_UNITS.
+    // emulation in LLVM's coroutine pass (about 6 minutes for these tests, against 3 on Mesa
+    // 26): CI runs them in its Mesa 26 step, which sets TILEMM_EXPECT_MATRIX_UNITS.
     if lavapipe_mesa(info).is_some_and(|v| v < 26)
         && std::env::var_os("TILEMM_EXPECT_MATRIX_UNITS").is_none()
     {
@@ -409,17 +409,29 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
              (set TILEMM_EXPECT_MATRIX_UNITS=1 to run it here)",
             info.name, info.driver
         );
-        return;
+        return false;
     }
     // Sharded (scripts/gpu-check's processes side by side), the first shard runs it.
     if let Some((i, n)) = shard_of().filter(|&(i, _)| i > 0) {
         println!("branch taken: not run in shard {i}/{n}: shard 0 runs the emulation");
-        return;
+        return false;
     }
     println!(
         "branch taken: the emulation on {} ({})",
         info.name, info.driver
     );
+    true
+}
+
+// The emulation's checks in three tests, which a runner of tests side by side (cargo-nextest:
+// scripts/test-mesa26) spreads over cores: each compiles kernel variants for minutes on
+// lavapipe.
+
+#[test]
+fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
+    if !the_emulation_runs_here() {
+        return;
+    }
     let mut rng = StdRng::seed_from_u64(23);
     // One warp, two steps of 16 per K tile: the whole contract. (Its 64-row warp tile takes
     // the fragment addresses XORed first, `MmaConfig::xor_first`, as the device's 64-row
@@ -474,6 +486,14 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
         &tall,
         &mut rng,
     );
+}
+
+#[test]
+fn the_emulated_kernel_in_other_warp_tiles_and_with_split_and_sliced_k() {
+    if !the_emulation_runs_here() {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(29);
     // One warp of 32×64 (the registered 64×128's warp tile: A's fragments and B's pairs in
     // unequal numbers): both paths, A stored by columns, B by columns. Two warps along N
     // (nonzero column origins), three stages (whole groups of them at K of 320): both paths
@@ -502,6 +522,14 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
         let (name, p) = &contract[i];
         check(&sliced_f16, name, p, &mut rng);
     }
+}
+
+#[test]
+fn the_emulated_kernel_in_tf32() {
+    if !the_emulation_runs_here() {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(31);
     // tf32 (m16n8k8, emulated on f32), BK = 16: A row-major through `ldmatrix` and B
     // row-major through 32-bit loads, with both paths and α/β; unaligned edges; A by columns
     // (32-bit loads of both); B by columns (`ldmatrix` of both). Two warps along N, and along

@@ -135,3 +135,46 @@ pub fn aligned_padded_views(precision: Precision, k_contiguous: bool) -> Problem
     let c = MatrixDesc::row_major(m, n);
     Problem::general((m, k, n, 1), a, b, c, (1.0, 0.0), precision).unwrap()
 }
+
+/// `plans` of `kernel` only. Where there are none (the rung computes no f32, or the device
+/// runs none of its configurations) the test says so: `tests/kernels.rs` checks the
+/// refusals, `tests/tensorcore.rs` and `tests/mma.rs` the matrix-unit rungs.
+pub fn of_rung(kernel: Kernel, plans: Vec<Plan>) -> Vec<Plan> {
+    let mine: Vec<Plan> = plans.into_iter().filter(|p| p.kernel() == kernel).collect();
+    if mine.is_empty() {
+        println!("branch taken: {kernel} has no f32 configuration this device runs");
+    }
+    mine
+}
+
+/// One test per rung, `$module::<rung>`, each calling `$check(Kernel::<Rung>)`, with the
+/// attributes given (`#[ignore = …]`) on each. A check over every rung in one test ran them one
+/// after another on one core; as tests of their own, cargo-nextest (scripts/test) runs them
+/// side by side. `$module::every_rung_has_a_test` fails where the registry gains a rung that
+/// this list lacks.
+#[macro_export]
+macro_rules! per_rung {
+    ($(#[$attr:meta])* $module:ident, $check:ident) => {
+        $crate::per_rung!(@module [$(#[$attr])*] $module, $check;
+            naive Naive, tiled Tiled, blocktile1d Blocktile1d, blocktile2d Blocktile2d,
+            vectorized Vectorized, warptile Warptile, pipelined Pipelined, register Register,
+            broadcast Broadcast, tensorcore Tensorcore, mma Mma);
+    };
+    (@module $attrs:tt $module:ident, $check:ident; $($name:ident $variant:ident),*) => {
+        mod $module {
+            use tilemm::Kernel;
+            $($crate::per_rung!(@test $attrs $name, $variant, $check);)*
+            #[test]
+            fn every_rung_has_a_test() {
+                assert_eq!(Kernel::ALL, &[$(Kernel::$variant),*]);
+            }
+        }
+    };
+    (@test [$($attr:tt)*] $name:ident, $variant:ident, $check:ident) => {
+        #[test]
+        $($attr)*
+        fn $name() {
+            super::$check(Kernel::$variant)
+        }
+    };
+}
