@@ -109,23 +109,15 @@ fn every_rung_runs_here_and_what_does_not_is_refused_for_its_plane_width() {
 
 per_rung!(
     integer_inputs_give_the_exact_product_on_each_rung,
-    integer_on_rung
+    |kernel| { integer_inputs_give_the_exact_product(of_rung(kernel, rung_plans())) }
 );
-
-fn integer_on_rung(kernel: Kernel) {
-    integer_inputs_give_the_exact_product(of_rung(kernel, rung_plans()));
-}
 
 // Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
 per_rung!(
     #[ignore = "exhaustive: scripts/test-exhaustive runs it"]
     integer_inputs_give_the_exact_product_in_every_configuration,
-    integer_in_every_configuration
+    |kernel| integer_inputs_give_the_exact_product(of_rung(kernel, every_plan()))
 );
-
-fn integer_in_every_configuration(kernel: Kernel) {
-    integer_inputs_give_the_exact_product(of_rung(kernel, every_plan()));
-}
 
 fn integer_inputs_give_the_exact_product(plans: Vec<Plan>) {
     // |entries| ≤ 8 and K ≤ 300: every partial sum is an integer below 2²⁴, exact in f32, so any
@@ -407,23 +399,15 @@ fn products_over_a_binding_run_in_panels_within_the_bound_and_exactly_on_integer
 
 per_rung!(
     beta_zero_never_reads_c_so_nan_in_it_does_not_leak_on_each_rung,
-    beta_zero_on_rung
+    |kernel| beta_zero_never_reads_c(of_rung(kernel, rung_plans()))
 );
-
-fn beta_zero_on_rung(kernel: Kernel) {
-    beta_zero_never_reads_c(of_rung(kernel, rung_plans()));
-}
 
 // Every configuration of every rung: scripts/test-exhaustive runs it (CI does).
 per_rung!(
     #[ignore = "exhaustive: scripts/test-exhaustive runs it"]
     beta_zero_never_reads_c_so_nan_in_it_does_not_leak_in_every_configuration,
-    beta_zero_in_every_configuration
+    |kernel| beta_zero_never_reads_c(of_rung(kernel, every_plan()))
 );
-
-fn beta_zero_in_every_configuration(kernel: Kernel) {
-    beta_zero_never_reads_c(of_rung(kernel, every_plan()));
-}
 
 fn beta_zero_never_reads_c(plans: Vec<Plan>) {
     let p = Problem::new(19, 7, 21).unwrap();

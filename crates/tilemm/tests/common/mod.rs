@@ -147,20 +147,21 @@ pub fn of_rung(kernel: Kernel, plans: Vec<Plan>) -> Vec<Plan> {
     mine
 }
 
-/// One test per rung, `$module::<rung>`, each calling `$check(Kernel::<Rung>)`, with the
+/// One test per rung, `$module::<rung>`, each calling `$check` (a function or closure of the
+/// rung, from the caller's module) with `Kernel::<Rung>`, with the
 /// attributes given (`#[ignore = …]`) on each. A check over every rung in one test ran them one
 /// after another on one core; as tests of their own, cargo-nextest (scripts/test) runs them
 /// side by side. `$module::every_rung_has_a_test` fails where the registry gains a rung that
 /// this list lacks.
 #[macro_export]
 macro_rules! per_rung {
-    ($(#[$attr:meta])* $module:ident, $check:ident) => {
+    ($(#[$attr:meta])* $module:ident, $check:expr) => {
         $crate::per_rung!(@module [$(#[$attr])*] $module, $check;
             naive Naive, tiled Tiled, blocktile1d Blocktile1d, blocktile2d Blocktile2d,
             vectorized Vectorized, warptile Warptile, pipelined Pipelined, register Register,
             broadcast Broadcast, tensorcore Tensorcore, mma Mma);
     };
-    (@module $attrs:tt $module:ident, $check:ident; $($name:ident $variant:ident),*) => {
+    (@module $attrs:tt $module:ident, $check:expr; $($name:ident $variant:ident),*) => {
         mod $module {
             use tilemm::Kernel;
             $($crate::per_rung!(@test $attrs $name, $variant, $check);)*
@@ -170,11 +171,12 @@ macro_rules! per_rung {
             }
         }
     };
-    (@test [$($attr:tt)*] $name:ident, $variant:ident, $check:ident) => {
+    (@test [$($attr:tt)*] $name:ident, $variant:ident, $check:expr) => {
         #[test]
         $($attr)*
         fn $name() {
-            super::$check(Kernel::$variant)
+            use super::*;
+            ($check)(Kernel::$variant)
         }
     };
 }
