@@ -65,5 +65,42 @@ impl KernelClock {
 #[cfg(not(feature = "cuda"))]
 use crate::measure::bench::Sample;
 
+/// From the first start to the last end, in ms, of a run that took `host_ms` on the host
+/// clock: refused for no kernel, or for a span longer than the run (records not its own). Here,
+/// not in the CUPTI module, so that its test runs in every build.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn checked_span(kernels: &[(u64, u64)], host_ms: f64) -> std::result::Result<f64, String> {
+    let (Some(first), Some(last)) = (
+        kernels.iter().map(|k| k.0).min(),
+        kernels.iter().map(|k| k.1).max(),
+    ) else {
+        return Err("CUPTI recorded no kernel for a timed run".into());
+    };
+    let ms = last.saturating_sub(first) as f64 * 1e-6;
+    if ms > host_ms {
+        return Err(format!(
+            "CUPTI's kernels span {ms:.4} ms, more than the {host_ms:.4} ms the run took"
+        ));
+    }
+    Ok(ms)
+}
+
 #[cfg(feature = "cuda")]
 mod cupti;
+
+#[cfg(test)]
+mod tests {
+    use super::checked_span;
+
+    #[test]
+    fn a_span_runs_from_the_first_start_to_the_last_end_within_the_run() {
+        let kernels = [(2_000_000, 2_500_000), (1_000_000, 1_400_000)];
+        let ms = checked_span(&kernels, 2.0).unwrap();
+        assert!((ms - 1.5).abs() < 1e-12, "{ms}");
+        assert!(checked_span(&[], 2.0).unwrap_err().contains("no kernel"));
+        // Records spanning more than the run are not the run's.
+        assert!(checked_span(&kernels, 1.0)
+            .unwrap_err()
+            .contains("more than"));
+    }
+}

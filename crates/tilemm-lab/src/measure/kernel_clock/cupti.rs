@@ -9,7 +9,7 @@ use std::time::Instant;
 use cudarc::cupti::result::{activity, CuptiError};
 use cudarc::cupti::sys::{CUpti_ActivityFlag, CUpti_ActivityKind};
 
-use super::INSTALL_HINT;
+use super::{checked_span, INSTALL_HINT};
 use crate::measure::bench::Sample;
 use crate::Result;
 
@@ -49,6 +49,14 @@ struct KernelRecordHead {
     start: u64,
     end: u64,
 }
+
+// The head's fields where CUPTI's kernel record has them, checked by every build with CUDA.
+const _: () = {
+    use cudarc::cupti::sys::CUpti_ActivityKernel4 as Record;
+    assert!(std::mem::offset_of!(KernelRecordHead, start) == 16);
+    assert!(std::mem::offset_of!(Record, start) == 16);
+    assert!(std::mem::offset_of!(Record, end) == 24);
+};
 
 fn buffer_layout() -> Layout {
     Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("a valid layout")
@@ -220,47 +228,4 @@ fn timestamp() -> std::result::Result<u64, CuptiError> {
 
 fn take_kernels() -> Vec<(u64, u64)> {
     std::mem::take(&mut *KERNELS.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// From the first start to the last end, in ms, of a run that took `host_ms` on the host
-/// clock: refused for no kernel, or for a span longer than the run (records not its own).
-fn checked_span(kernels: &[(u64, u64)], host_ms: f64) -> std::result::Result<f64, String> {
-    let (Some(first), Some(last)) = (
-        kernels.iter().map(|k| k.0).min(),
-        kernels.iter().map(|k| k.1).max(),
-    ) else {
-        return Err("CUPTI recorded no kernel for a timed run".into());
-    };
-    let ms = last.saturating_sub(first) as f64 * 1e-6;
-    if ms > host_ms {
-        return Err(format!(
-            "CUPTI's kernels span {ms:.4} ms, more than the {host_ms:.4} ms the run took"
-        ));
-    }
-    Ok(ms)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_span_runs_from_the_first_start_to_the_last_end_within_the_run() {
-        let kernels = [(2_000_000, 2_500_000), (1_000_000, 1_400_000)];
-        let ms = checked_span(&kernels, 2.0).unwrap();
-        assert!((ms - 1.5).abs() < 1e-12, "{ms}");
-        assert!(checked_span(&[], 2.0).unwrap_err().contains("no kernel"));
-        // Records spanning more than the run are not the run's.
-        assert!(checked_span(&kernels, 1.0)
-            .unwrap_err()
-            .contains("more than"));
-    }
-
-    #[test]
-    fn the_record_head_matches_cuptis_kernel_record() {
-        use cudarc::cupti::sys::CUpti_ActivityKernel4 as Record;
-        assert_eq!(std::mem::offset_of!(KernelRecordHead, start), 16);
-        assert_eq!(std::mem::offset_of!(Record, start), 16);
-        assert_eq!(std::mem::offset_of!(Record, end), 24);
-    }
 }

@@ -803,6 +803,20 @@ impl Report {
     }
 }
 
+/// The number just before `suffix` in a ptxas report (`Used 40 registers`). Here, not in the
+/// NVIDIA module, so that its test runs in every build.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn number_before(log: &str, suffix: &str) -> Option<u64> {
+    let end = log.find(suffix)?;
+    let digits: String = log[..end]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
 fn tool_error(tool: &str, reason: impl fmt::Display) -> Error {
     Error::Toolchain {
         tool: tool.to_string(),
@@ -815,6 +829,16 @@ mod tests {
     use super::*;
     use tilemm::problem::DType;
     use tilemm::Kernel;
+
+    #[test]
+    fn ptxas_report_is_parsed() {
+        let log = "ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 416 bytes cmem[0]\n\
+                   ptxas         .     0 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads";
+        assert_eq!(number_before(log, " registers"), Some(40));
+        assert_eq!(number_before(log, " bytes smem"), Some(2048));
+        assert_eq!(number_before(log, " bytes spill stores"), Some(8));
+        assert_eq!(number_before(log, " bytes spill loads"), Some(12));
+    }
 
     /// The tensor-core rung's default configuration for RDNA 3 (wavefronts of 32) as the
     /// compile check reads it on gfx1100, with the main loop `mix`.

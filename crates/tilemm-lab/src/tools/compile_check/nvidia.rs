@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use cudarc::nvrtc::{result, sys};
 
-use super::{tool_error, ResourceUsage, Toolchain};
+use super::{number_before, tool_error, ResourceUsage, Toolchain};
 use crate::tools::compile_check::arch::{nvidia_occupancy, Arch};
 use crate::tools::compile_check::loops::sass_main_loop;
 use crate::Result;
@@ -34,17 +34,6 @@ fn include_candidates(tools: &Toolchain) -> Vec<PathBuf> {
         }
     }
     dirs
-}
-
-fn number_before(log: &str, suffix: &str) -> Option<u64> {
-    let end = log.find(suffix)?;
-    let digits: String = log[..end]
-        .trim_end()
-        .chars()
-        .rev()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.chars().rev().collect::<String>().parse().ok()
 }
 
 /// NVRTC is loadable and `cuda_runtime.h` found; returns the include directory.
@@ -272,19 +261,4 @@ fn disassemble(cubin: &[u8]) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::number_before;
-
-    #[test]
-    fn ptxas_report_is_parsed() {
-        let log = "ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 416 bytes cmem[0]\n\
-                   ptxas         .     0 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads";
-        assert_eq!(number_before(log, " registers"), Some(40));
-        assert_eq!(number_before(log, " bytes smem"), Some(2048));
-        assert_eq!(number_before(log, " bytes spill stores"), Some(8));
-        assert_eq!(number_before(log, " bytes spill loads"), Some(12));
-    }
 }
