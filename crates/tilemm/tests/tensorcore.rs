@@ -1,7 +1,8 @@
 //! The matrix-unit rung on the test device. Where the device registers matrix units of f16
 //! inputs (lavapipe from Mesa 26, which CI runs this file on as well), every configuration it
 //! can run must give exact products on integers and stay within the bound over edge shapes and
-//! the contract; where it registers none (Debian 12's lavapipe 22.3.6), every configuration
+//! the contract (the first over all of it, the others over its edges, vectors and a
+//! column-major C; each over all of it in the exhaustive test); where it registers none (Debian 12's lavapipe 22.3.6), every configuration
 //! must be refused with the typed error before launch, and `auto` must not pick the rung.
 //!
 //! With `TILEMM_EXPECT_MATRIX_UNITS` set (CI's Mesa 26 step), a device without matrix units
@@ -101,6 +102,86 @@ fn problems() -> Vec<(String, Problem)> {
         out.push((format!("padded views, column-major C {precision}"), p));
     }
     out
+}
+
+/// The problems (by the start of their names) that the configurations after the first take:
+/// edges in M, N and K, operands in vectors, a column-major C in f16.
+const AFTER_THE_FIRST: [&str; 3] = [
+    "97×131×53 f16 inputs, f32 accumulation, f32 output",
+    "40×48×24 in vectors, transposed false",
+    "padded views, column-major C f16 inputs, f32 accumulation, f16 output",
+];
+
+/// Exact on small integers, within the K-aware bound on random data.
+fn check_problems(plan: &Plan, problems: Vec<(String, Problem)>, rng: &mut StdRng) {
+    for (name, p) in problems {
+        // Small integers: exact in f16, products and sums exact in f32, the results exact in
+        // f16 too (|c| ≤ 2·2·300 + 3·2 < 2048).
+        let mut int = |len: usize, dtype: DType| {
+            HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
+        };
+        let a = int(p.a_len(), p.precision().input);
+        let b = int(p.b_len(), p.precision().input);
+        let c0 = p.reads_c().then(|| int(p.c_len(), p.precision().output));
+        let run = gpu()
+            .gemm(&p, plan, &a, &b, c0.as_ref())
+            .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));
+        let check = Reference::new(&p, &a, &b, c0.as_ref())
+            .unwrap()
+            .check_passes(&run.c, run.schedule.passes)
+            .unwrap();
+        assert!(check.pass && check.all_exact(), "{plan}, {name}: {check:?}");
+
+        // Random data against the K-aware bound.
+        let ops = inputs::random_operands(&p, 9).unwrap();
+        let run = gpu()
+            .gemm(&p, plan, &ops.a, &ops.b, ops.c0.as_ref())
+            .unwrap();
+        let check = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
+            .unwrap()
+            .random_inputs()
+            .check_passes(&run.c, run.schedule.passes)
+            .unwrap();
+        assert!(check.pass, "{plan}, {name}, random: {check:?}");
+    }
+}
+
+#[test]
+fn the_other_configurations_take_problems_that_exist() {
+    let names: Vec<String> = problems().into_iter().map(|(name, _)| name).collect();
+    for b in AFTER_THE_FIRST {
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with(b)).count(),
+            1,
+            "{b} in {names:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "every configuration over every problem (about 120 kernel variants on lavapipe 26): \
+            scripts/test-mesa26 --run-ignored all"]
+fn every_configuration_over_every_problem_where_the_device_has_matrix_units() {
+    let probe = Shape {
+        precision: f16_in(DType::F32),
+        ..Shape::new(8, 8, 8)
+    }
+    .problem()
+    .unwrap();
+    let runnable: Vec<Plan> = tensorcore_plans()
+        .into_iter()
+        .filter(|plan| plan.check(&probe, gpu().info()).is_ok())
+        .collect();
+    assert!(
+        !runnable.is_empty(),
+        "{} registers no matrix units of f16 inputs: run this on lavapipe from Mesa 26 \
+         (scripts/test-mesa26 --run-ignored all)",
+        gpu().info().name
+    );
+    let mut rng = StdRng::seed_from_u64(13);
+    for plan in &runnable {
+        check_problems(plan, problems(), &mut rng);
+    }
 }
 
 #[test]
@@ -216,47 +297,46 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
         "{plan}, K = {k}: {check:?}"
     );
 
-    for plan in &runnable {
-        for (name, p) in problems() {
-            // Small integers: exact in f16, products and sums exact in f32, the results exact
-            // in f16 too (|c| ≤ 2·2·300 + 3·2 < 2048).
-            let mut int = |len: usize, dtype: DType| {
-                HostData::from_f64(dtype, (0..len).map(|_| rng.random_range(-2i32..=2) as f64))
-            };
-            let a = int(p.a_len(), p.precision().input);
-            let b = int(p.b_len(), p.precision().input);
-            let c0 = p.reads_c().then(|| int(p.c_len(), p.precision().output));
-            let run = gpu()
-                .gemm(&p, plan, &a, &b, c0.as_ref())
-                .unwrap_or_else(|e| panic!("{plan}, {name}: {e}"));
-            let check = Reference::new(&p, &a, &b, c0.as_ref())
-                .unwrap()
-                .check_passes(&run.c, run.schedule.passes)
-                .unwrap();
-            assert!(check.pass && check.all_exact(), "{plan}, {name}: {check:?}");
-
-            // Random data against the K-aware bound.
-            let ops = inputs::random_operands(&p, 9).unwrap();
-            let run = gpu()
-                .gemm(&p, plan, &ops.a, &ops.b, ops.c0.as_ref())
-                .unwrap();
-            let check = Reference::new(&p, &ops.a, &ops.b, ops.c0.as_ref())
-                .unwrap()
-                .random_inputs()
-                .check_passes(&run.c, run.schedule.passes)
-                .unwrap();
-            assert!(check.pass, "{plan}, {name}, random: {check:?}");
-        }
+    // Every problem on the first configuration (one plane of 2×2 fragments); the others (the
+    // same staging, other tilings) on the edges, vectors and a column-major C. Each problem is
+    // a kernel variant compiled on lavapipe, the last configuration's (2×2 planes of 4×4
+    // fragments) the longest: 169 s of the test's 355 s when it took every problem. The whole
+    // product of the two is the exhaustive test above.
+    for (i, plan) in runnable.iter().enumerate() {
+        let problems = problems();
+        let problems = if i == 0 {
+            problems
+        } else {
+            problems
+                .into_iter()
+                .filter(|(name, _)| AFTER_THE_FIRST.iter().any(|b| name.starts_with(b)))
+                .collect()
+        };
+        let (count, started) = (problems.len(), std::time::Instant::now());
+        check_problems(plan, problems, &mut rng);
+        eprintln!("{plan}: {count} problems in {:.1?}", started.elapsed());
     }
 
     // HIP's staging (A by rows, B by columns whatever their layouts: vectors stored across
     // the tile), which only HIP takes by itself, on this device: exact on integers in every
     // layout, with edges, in the first configuration (one plane) and the last (2×2 planes of
-    // 4×4 fragments).
+    // 4×4 fragments; edges in M, N and K only).
+    let started = std::time::Instant::now();
     tilemm::kernels::stage_along_k_everywhere(true);
-    for plan in [&runnable[0], &runnable[runnable.len() - 1]] {
+    let last = runnable.len() - 1;
+    for (i, plan) in runnable
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i == 0 || i == last)
+    {
+        // The last configuration with edges only (its variants compile longest).
+        let shapes: &[(usize, usize, usize)] = if i == 0 {
+            &[(40, 48, 24), (37, 29, 23)]
+        } else {
+            &[(37, 29, 23)]
+        };
         for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
-            for (m, k, n) in [(40, 48, 24), (37, 29, 23)] {
+            for &(m, k, n) in shapes {
                 let p = Shape {
                     precision: f16_in(DType::F32),
                     trans_a,
@@ -285,4 +365,5 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
         }
     }
     tilemm::kernels::stage_along_k_everywhere(false);
+    eprintln!("staged along K: {:.1?}", started.elapsed());
 }
