@@ -2,8 +2,9 @@
 //! inputs (lavapipe from Mesa 26, which CI runs this file on as well), every configuration it
 //! can run must give exact products on integers and stay within the bound over edge shapes and
 //! the contract (the first over all of it, the others over its edges, vectors and a
-//! column-major C; each over all of it in the exhaustive test); where it registers none (Debian 12's lavapipe 22.3.6), every configuration
-//! must be refused with the typed error before launch, and `auto` must not pick the rung.
+//! column-major C; each over all of it in the exhaustive test); where it registers none (Debian
+//! 12's lavapipe 22.3.6), every configuration must be refused with the typed error before
+//! launch, and `auto` must not pick the rung.
 //!
 //! With `TILEMM_EXPECT_MATRIX_UNITS` set (CI's Mesa 26 step), a device without matrix units
 //! fails the test instead of taking the refusal branch.
@@ -104,6 +105,16 @@ fn problems() -> Vec<(String, Problem)> {
     out
 }
 
+/// The 8×8×8 f16 problem a configuration is checked on before it is run.
+fn f16_probe() -> Problem {
+    Shape {
+        precision: f16_in(DType::F32),
+        ..Shape::new(8, 8, 8)
+    }
+    .problem()
+    .unwrap()
+}
+
 /// The problems (by the start of their names) that the configurations after the first take:
 /// edges in M, N and K, operands in vectors, a column-major C in f16.
 const AFTER_THE_FIRST: [&str; 3] = [
@@ -162,12 +173,7 @@ fn the_other_configurations_take_problems_that_exist() {
 #[ignore = "every configuration over every problem (about 120 kernel variants on lavapipe 26): \
             scripts/test-mesa26 --run-ignored all"]
 fn every_configuration_over_every_problem_where_the_device_has_matrix_units() {
-    let probe = Shape {
-        precision: f16_in(DType::F32),
-        ..Shape::new(8, 8, 8)
-    }
-    .problem()
-    .unwrap();
+    let probe = f16_probe();
     let runnable: Vec<Plan> = tensorcore_plans()
         .into_iter()
         .filter(|plan| plan.check(&probe, gpu().info()).is_ok())
@@ -187,12 +193,7 @@ fn every_configuration_over_every_problem_where_the_device_has_matrix_units() {
 #[test]
 fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_else_refused() {
     let info = gpu().info();
-    let probe = Shape {
-        precision: f16_in(DType::F32),
-        ..Shape::new(8, 8, 8)
-    }
-    .problem()
-    .unwrap();
+    let probe = f16_probe();
     let (runnable, refused): (Vec<Plan>, Vec<Plan>) = tensorcore_plans()
         .into_iter()
         .partition(|plan| plan.check(&probe, info).is_ok());
@@ -323,18 +324,12 @@ fn tensorcore_is_exact_and_within_the_bound_where_the_device_has_matrix_units_el
     // 4×4 fragments; edges in M, N and K only).
     let started = std::time::Instant::now();
     tilemm::kernels::stage_along_k_everywhere(true);
-    let last = runnable.len() - 1;
-    for (i, plan) in runnable
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i == 0 || i == last)
-    {
-        // The last configuration with edges only (its variants compile longest).
-        let shapes: &[(usize, usize, usize)] = if i == 0 {
-            &[(40, 48, 24), (37, 29, 23)]
-        } else {
-            &[(37, 29, 23)]
-        };
+    // The last configuration with edges only (its variants compile longest).
+    let shapes = [(40, 48, 24), (37, 29, 23)];
+    for (plan, shapes) in [
+        (&runnable[0], &shapes[..]),
+        (&runnable[runnable.len() - 1], &shapes[1..]),
+    ] {
         for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
             for &(m, k, n) in shapes {
                 let p = Shape {
