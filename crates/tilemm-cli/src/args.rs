@@ -361,6 +361,11 @@ pub(crate) struct CompileCheckArgs {
     /// alone, and that time is the one shown.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
+    /// Also compile the matrix-unit rungs' configurations beyond their defaults for every
+    /// architecture and element type given (default: for the last NVIDIA architecture given
+    /// and every AMD one, and not in bf16, which is f16's code with another element type).
+    #[arg(long)]
+    pub(crate) every_target: bool,
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
