@@ -163,7 +163,7 @@ fn k_beyond_the_loop_cap(kernel: Kernel) {
     // configuration with the least work a trip. (Its default and largest tiles took 40–150 s
     // each on lavapipe; the slabs are the planner's, and the K offsets the rung's code, the same
     // in each configuration.)
-    for plan in least_work_per_trip(of_rung(kernel, every_plan())) {
+    if let Some(plan) = least_work_per_trip(of_rung(kernel, every_plan())) {
         let probe = Problem::new(1, 1, 1).unwrap();
         let per_trip = plan.config.shape(&probe).k_per_trip as usize;
         let k = (DRIVER_LOOP_CAP + 977) * per_trip + 3;
