@@ -1,6 +1,6 @@
-use std::{cell::RefCell, mem::take};
+use std::{collections::HashMap, mem::take};
 
-use cubecl_ir::{CoopMma, Instruction, Operation, Operator, UnaryOperator};
+use cubecl_ir::{CoopMma, Instruction, Operation, Operator, UnaryOperator, Variable};
 use stable_vec::StableVec;
 
 use crate::{AtomicCounter, Optimizer, visit_noop};
@@ -13,13 +13,18 @@ pub struct InlineAssignments;
 
 impl OptimizerPass for InlineAssignments {
     fn apply_post_ssa(&mut self, opt: &mut Optimizer, changes: AtomicCounter) {
-        while search_loop(opt) {
-            changes.inc();
-        }
+        while inline_sweep(opt, &changes) {}
     }
 }
 
-fn search_loop(opt: &mut Optimizer) -> bool {
+// tilemm's change (see TILEMM.md): upstream removed one assignment at a time, each followed by
+// a walk of the whole program and a restart from the first block, which made this pass
+// quadratic in a kernel's size (most of a large unrolled kernel's JIT time). A sweep removes
+// every inlinable assignment of a block at once and renames their uses in one walk, resolving
+// chains (`b = a; c = b`) as the one-at-a-time removal did. An output assigned twice ends the
+// block's batch; the next sweep takes the rest.
+fn inline_sweep(opt: &mut Optimizer, changes: &AtomicCounter) -> bool {
+    let mut changed = false;
     for node in opt.program.node_indices().collect::<Vec<_>>() {
         let mut removed_phi = Vec::new();
         // Remove trivial phi nodes left from PRE
@@ -42,39 +47,79 @@ fn search_loop(opt: &mut Optimizer) -> bool {
             let ops = take(&mut *opt.program[node].ops.borrow_mut());
             phi_assigns.extend(ops.into_iter().map(|(_, v)| v));
             *opt.program[node].ops.borrow_mut() = phi_assigns;
-            return true;
+            changes.inc();
+            changed = true;
         }
 
-        let ops = opt.program[node].ops.borrow().indices().collect::<Vec<_>>();
-
-        for idx in ops {
-            let op = opt.program[node].ops.borrow()[idx].clone();
-            match op.operation {
-                Operation::Copy(input)
-                | Operation::Operator(Operator::Cast(UnaryOperator { input }))
-                | Operation::Operator(Operator::Reinterpret(UnaryOperator { input }))
-                | Operation::CoopMma(CoopMma::Cast { input })
-                    if (input.is_immutable() || input.is_array())
-                        && (op.out().is_immutable() || op.out().is_array())
-                        && input.ty == op.ty() =>
-                {
-                    opt.visit_all(
-                        |_, var| {
-                            if *var == op.out() {
-                                *var = input
-                            }
-                        },
-                        visit_noop,
-                    );
-                    opt.program[node].ops.borrow_mut().remove(idx);
-                    return true;
+        let mut renames = HashMap::<Variable, Variable>::new();
+        let mut removed = Vec::new();
+        for (idx, op) in opt.program[node].ops.borrow().iter() {
+            let (Some(out), Some(input)) = (op.out, inlinable_input(&op.operation)) else {
+                continue;
+            };
+            if renames.contains_key(&out) {
+                break;
+            }
+            // The input as the removals before this one left it.
+            let input = resolve(&renames, input);
+            if (input.is_immutable() || input.is_array())
+                && (out.is_immutable() || out.is_array())
+                && input.ty == out.ty
+            {
+                if input != out {
+                    renames.insert(out, input);
                 }
-                _ => {}
+                removed.push(idx);
             }
         }
+        if removed.is_empty() {
+            continue;
+        }
+        let resolved = renames
+            .keys()
+            .map(|&var| (var, resolve(&renames, var)))
+            .collect::<HashMap<_, _>>();
+        opt.visit_all(
+            |_, var| {
+                if let Some(&to) = resolved.get(var) {
+                    *var = to
+                }
+            },
+            visit_noop,
+        );
+        let mut ops = opt.program[node].ops.borrow_mut();
+        for idx in removed {
+            ops.remove(idx);
+            changes.inc();
+        }
+        changed = true;
     }
 
-    false
+    changed
+}
+
+/// The input of an assignment that may be inlined: a copy, or a cast or reinterpretation (to
+/// the same type, checked by the caller).
+fn inlinable_input(operation: &Operation) -> Option<Variable> {
+    match operation {
+        Operation::Copy(input)
+        | Operation::Operator(Operator::Cast(UnaryOperator { input }))
+        | Operation::Operator(Operator::Reinterpret(UnaryOperator { input }))
+        | Operation::CoopMma(CoopMma::Cast { input }) => Some(*input),
+        _ => None,
+    }
+}
+
+/// Where a chain of renames takes `var`.
+fn resolve(renames: &HashMap<Variable, Variable>, mut var: Variable) -> Variable {
+    // A chain is at most as long as the map; the bound only guards against a cycle.
+    for _ in 0..=renames.len() {
+        match renames.get(&var) {
+            Some(&to) if to != var => var = to,
+            _ => break,
+        }
+    }
+    var
 }
 
 /// Merge identical and immutable expressions in the same block into a single variable.
@@ -98,48 +143,57 @@ pub struct MergeSameExpressions;
 
 impl OptimizerPass for MergeSameExpressions {
     fn apply_post_ssa(&mut self, opt: &mut Optimizer, changes: AtomicCounter) {
+        // tilemm's change (see TILEMM.md): upstream compared each expression with every later
+        // one of its block (quadratic in the block's length). Here the block is walked once,
+        // with the first immutable occurrence of each (expression, type) in a map: an
+        // expression met again becomes a copy of it, and that copy in turn a copy of the first
+        // copy of it, and so on, as upstream's pairwise replacements left it.
         for node in opt.node_ids() {
             let ops = opt.program[node].ops.clone();
             let indices = ops.borrow().indices().collect::<Vec<_>>();
-            for (i, idx) in indices.iter().enumerate() {
-                check_op(opt, i, *idx, &ops, &indices, &changes);
+            let mut first = HashMap::<Operation, Vec<Variable>>::new();
+            for idx in indices {
+                let Some(out) = ops.borrow()[idx].out else {
+                    continue;
+                };
+                let mut operation = ops.borrow()[idx].operation.clone();
+                let mut merged = false;
+                while let Some(&source) = first
+                    .get(&operation)
+                    .and_then(|outs| outs.iter().find(|it| it.ty == out.ty))
+                {
+                    if source == out {
+                        break;
+                    }
+                    operation = Operation::Copy(source);
+                    changes.inc();
+                    merged = true;
+                }
+                if merged {
+                    ops.borrow_mut()[idx].operation = operation.clone();
+                }
+                if is_immutable(opt, &operation, out) {
+                    first.entry(operation).or_default().push(out);
+                }
             }
         }
     }
 }
 
-fn check_op(
-    opt: &mut Optimizer,
-    i: usize,
-    idx: usize,
-    ops: &RefCell<StableVec<Instruction>>,
-    indices: &[usize],
-    changes: &AtomicCounter,
-) -> Option<()> {
-    let mut op = ops.borrow()[idx].clone();
-    let out = op.out?;
+/// Whether an instruction reads and writes only immutable variables.
+fn is_immutable(opt: &mut Optimizer, operation: &Operation, out: Variable) -> bool {
+    let mut operation = operation.clone();
+    let mut out = Some(out);
     let mut is_mut = false;
-    opt.visit_operation(&mut op.operation, &mut Some(out), |_, var| {
+    opt.visit_operation(&mut operation, &mut out, |_, var| {
         if !var.is_immutable() {
             is_mut = true;
         }
     });
-    opt.visit_out(&mut op.out, |_, var| {
+    opt.visit_out(&mut out, |_, var| {
         if !var.is_immutable() {
             is_mut = true;
         }
     });
-    if is_mut {
-        return None;
-    }
-    for rhs_idx in indices.iter().skip(i + 1) {
-        // Type needs to be checked because versioned variable can have the same expression, but different output
-        if op.operation == ops.borrow()[*rhs_idx].operation
-            && out.ty == ops.borrow()[*rhs_idx].out().ty
-        {
-            ops.borrow_mut()[*rhs_idx].operation = Operation::Copy(out);
-            changes.inc();
-        }
-    }
-    Some(())
+    !is_mut
 }
