@@ -1,11 +1,15 @@
-use std::{collections::HashMap, mem::take};
+use std::mem::take;
 
 use cubecl_ir::{CoopMma, Instruction, Operation, Operator, UnaryOperator, Variable};
+use rustc_hash::FxHashMap as HashMap;
 use stable_vec::StableVec;
 
 use crate::{AtomicCounter, Optimizer, visit_noop};
 
 use super::OptimizerPass;
+
+/// Upstream's forms of the two passes, as published: what `set_upstream_passes` runs.
+mod upstream;
 
 /// Inline constants or simple reassignments that don't change the type. This simplifies the code
 /// and makes it easier to find optimizable expressions.
@@ -13,6 +17,9 @@ pub struct InlineAssignments;
 
 impl OptimizerPass for InlineAssignments {
     fn apply_post_ssa(&mut self, opt: &mut Optimizer, changes: AtomicCounter) {
+        if crate::upstream_passes() {
+            return upstream::InlineAssignments.apply_post_ssa(opt, changes);
+        }
         while inline_sweep(opt, &changes) {}
     }
 }
@@ -51,7 +58,7 @@ fn inline_sweep(opt: &mut Optimizer, changes: &AtomicCounter) -> bool {
             changed = true;
         }
 
-        let mut renames = HashMap::<Variable, Variable>::new();
+        let mut renames = HashMap::<Variable, Variable>::default();
         let mut removed = Vec::new();
         for (idx, op) in opt.program[node].ops.borrow().iter() {
             let (Some(out), Some(input)) = (op.out, inlinable_input(&op.operation)) else {
@@ -143,6 +150,9 @@ pub struct MergeSameExpressions;
 
 impl OptimizerPass for MergeSameExpressions {
     fn apply_post_ssa(&mut self, opt: &mut Optimizer, changes: AtomicCounter) {
+        if crate::upstream_passes() {
+            return upstream::MergeSameExpressions.apply_post_ssa(opt, changes);
+        }
         // tilemm's change (see TILEMM.md): upstream compared each expression with every later
         // one of its block (quadratic in the block's length). Here the block is walked once,
         // with the first immutable occurrence of each (expression, type) in a map: an
@@ -151,7 +161,7 @@ impl OptimizerPass for MergeSameExpressions {
         for node in opt.node_ids() {
             let ops = opt.program[node].ops.clone();
             let indices = ops.borrow().indices().collect::<Vec<_>>();
-            let mut first = HashMap::<Operation, Vec<Variable>>::new();
+            let mut first = HashMap::<Operation, Vec<Variable>>::default();
             for idx in indices {
                 let Some(out) = ops.borrow()[idx].out else {
                     continue;
