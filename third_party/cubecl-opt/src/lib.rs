@@ -72,6 +72,22 @@ pub use version::PhiInstruction;
 
 pub use crate::analyses::liveness::shared::{SharedLiveness, SharedMemory};
 
+/// tilemm: whether `InlineAssignments` and `MergeSameExpressions` run in upstream's quadratic
+/// form (TILEMM.md), which a test compares with the linear one, kernel by kernel.
+static UPSTREAM_PASSES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// tilemm: run upstream's quadratic forms of `InlineAssignments` and `MergeSameExpressions` in
+/// this process from now on (`true`), or the linear ones (`false`, the default). For the test
+/// that both give the same optimized program.
+#[doc(hidden)]
+pub fn set_upstream_passes(on: bool) {
+    UPSTREAM_PASSES.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn upstream_passes() -> bool {
+    UPSTREAM_PASSES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// An atomic counter with a simplified interface.
 #[derive(Clone, Debug, Default)]
 pub struct AtomicCounter {

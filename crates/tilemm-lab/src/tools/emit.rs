@@ -379,6 +379,76 @@ mod cpp_tests {
         );
     }
 
+    /// The patched CubeCL optimizer (third_party/cubecl-opt, which the SPIR-V compiler runs on
+    /// every kernel wgpu JITs for Vulkan) gives each rung's kernel the program upstream's
+    /// quadratic passes give it, in every precision: its default configuration, and the mma
+    /// rung's emulation (the largest kernel lavapipe compiles).
+    #[test]
+    fn the_linear_optimizer_passes_give_upstreams_program_for_every_rung() {
+        use cubecl_opt::{set_upstream_passes, OptimizerBuilder};
+        use tilemm::kernels::mma::MmaConfig;
+        use tilemm::kernels::Config;
+        let emulated = Plan::new(Config::Mma(MmaConfig {
+            bm: 64,
+            bn: 64,
+            bk: 32,
+            wm: 1,
+            wn: 1,
+            stages: 2,
+            split: 1,
+            wk: 1,
+            emulate: true,
+        }));
+        let plans = Kernel::ALL.iter().map(|kernel| Plan::default_for(*kernel));
+        let mut compared = 0;
+        for plan in plans.chain([emulated]) {
+            for dtype in DType::ALL {
+                let Ok(precision) = Precision::new(dtype, DType::F32) else {
+                    continue;
+                };
+                if !plan.config.computes(precision) {
+                    continue;
+                }
+                let target = if plan.kernel().cuda_only() {
+                    Target::Cuda
+                } else {
+                    Target::Wgsl
+                };
+                let def = definition(
+                    &plan,
+                    precision,
+                    target,
+                    target_properties(target),
+                    &device_properties(target),
+                );
+                let optimized = |upstream| {
+                    set_upstream_passes(upstream);
+                    let opt = OptimizerBuilder::default().optimize(def.body.clone(), def.cube_dim);
+                    set_upstream_passes(false);
+                    opt.to_string()
+                };
+                let (theirs, ours) = (optimized(true), optimized(false));
+                assert!(
+                    theirs == ours,
+                    "{plan} in {precision}: the programs differ\n{}",
+                    first_difference(&theirs, &ours)
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared > 2 * Kernel::ALL.len(), "{compared} programs compared");
+    }
+
+    /// The first line where two programs differ, with its neighbours.
+    fn first_difference(theirs: &str, ours: &str) -> String {
+        let (a, b): (Vec<_>, Vec<_>) = (theirs.lines().collect(), ours.lines().collect());
+        let at = (0..a.len().max(b.len()))
+            .find(|&i| a.get(i) != b.get(i))
+            .unwrap_or(0);
+        let around = |lines: &[&str]| lines[at.saturating_sub(3)..(at + 3).min(lines.len())].join("\n");
+        format!("line {at}, upstream:\n{}\nlinear:\n{}", around(&a), around(&b))
+    }
+
     #[test]
     fn every_rung_compiles_for_every_precision_in_cuda_and_hip() {
         for kernel in Kernel::ALL {
