@@ -43,10 +43,10 @@ impl Display for Optimizer {
             writeln!(f, "{}", global_nums.borrow().values)?;
         }
 
-        let smems = shared_liveness
-            .allocations
-            .values()
-            .map(|it| format!("    {it}"));
+        // tilemm: the maps' and sets' entries in order, so that the text is the same each run.
+        let mut smems = shared_liveness.allocations.values().collect::<Vec<_>>();
+        smems.sort_by_key(|it| it.offset);
+        let smems = smems.into_iter().map(|it| format!("    {it}"));
         let smems = smems.collect::<Vec<_>>().join(",\n");
         writeln!(f, "Shared memories: [\n{smems}\n]\n")?;
 
@@ -71,12 +71,14 @@ impl Display for Optimizer {
             if !bb.block_use.is_empty() {
                 writeln!(f, "    Uses: {:?}", bb.block_use)?;
             }
-            let live_vars = liveness.at_block(node).iter();
-            let live_vars = live_vars.map(|it| format!("local({it})"));
+            let mut live_vars = liveness.at_block(node).iter().collect::<Vec<_>>();
+            live_vars.sort_unstable();
+            let live_vars = live_vars.into_iter().map(|it| format!("local({it})"));
             let live_vars = live_vars.collect::<Vec<_>>();
             writeln!(f, "    Live variables: [{}]\n", live_vars.join(", "))?;
-            let live_shared = shared_liveness.at_block(node).iter();
-            let live_shared = live_shared.map(|it| format!("shared({it})"));
+            let mut live_shared = shared_liveness.at_block(node).iter().collect::<Vec<_>>();
+            live_shared.sort_unstable();
+            let live_shared = live_shared.into_iter().map(|it| format!("shared({it})"));
             let live_shared = live_shared.collect::<Vec<_>>();
             writeln!(
                 f,

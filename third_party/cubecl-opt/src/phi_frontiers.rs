@@ -11,7 +11,10 @@ use super::version::{PhiEntry, PhiInstruction};
 impl Optimizer {
     /// Places a phi node for each live variable at each frontier
     pub fn place_phi_nodes(&mut self) {
-        let keys: Vec<_> = self.program.variables.keys().cloned().collect();
+        // tilemm's change (see TILEMM.md): in the variables' order, not a `HashMap`'s, which
+        // differs from one run to the next, and with it the order of each block's phi nodes.
+        let mut keys: Vec<_> = self.program.variables.keys().cloned().collect();
+        keys.sort_unstable();
         let writes = self.analysis::<Writes>();
         let liveness = self.analysis::<Liveness>();
         let dom_frontiers = self.analysis::<DomFrontiers>();

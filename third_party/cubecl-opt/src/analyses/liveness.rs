@@ -247,7 +247,11 @@ pub mod shared {
         /// See also [`allocate_slice`]
         fn allocate_slices(&mut self, opt: &mut Optimizer) {
             for block in opt.node_ids() {
-                for live_smem in self.at_block(block).clone() {
+                // tilemm's change (see TILEMM.md): in the ids' order, not a `HashSet`'s, which
+                // differs from one run to the next, and with it the offsets.
+                let mut live = self.at_block(block).iter().copied().collect::<Vec<_>>();
+                live.sort_unstable();
+                for live_smem in live {
                     if !self.allocations.contains_key(&live_smem) {
                         let smem = self.shared_memories[&live_smem];
                         let offset = self.allocate_slice(block, smem.size(), smem.align());

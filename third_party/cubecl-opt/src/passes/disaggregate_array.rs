@@ -122,11 +122,15 @@ fn find_const_arrays(opt: &mut Optimizer) -> Vec<Array> {
         }
     }
 
-    track_consts
+    let mut found = track_consts
         .iter()
         .filter(|(_, is_const)| **is_const)
         .map(|(id, _)| arrays[id])
-        .collect()
+        .collect::<Vec<Array>>();
+    // tilemm's change (see TILEMM.md): in the arrays' order, not a `HashMap`'s, which differs
+    // from one run to the next, and with it the new variables' ids.
+    found.sort_unstable_by_key(|it| it.id);
+    found
 }
 
 fn replace_const_arrays(opt: &mut Optimizer, arr_id: Id, vars: &[Variable]) {
