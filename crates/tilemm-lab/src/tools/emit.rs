@@ -153,8 +153,7 @@ fn definition(
         Target::Hip => tilemm::kernels::FragmentLoads::AlongK,
         Target::Cuda | Target::Wgsl => tilemm::kernels::FragmentLoads::EitherLayout,
     };
-    let dim =
-        tilemm::kernels::with_kernel_types!(precision, packed, config.expand(b, fragment_loads));
+    let dim = tilemm::kernels::expand_kernel(config, precision, packed, b, fragment_loads);
     let output = tilemm::kernels::stored_output(precision, packed);
     let name = kernel_name(plan, precision.accumulate, output);
     let settings = KernelSettings::default()

@@ -645,6 +645,21 @@ macro_rules! with_kernel_types {
 }
 pub use with_kernel_types;
 
+/// `config`'s kernel IR for `precision` into `builder` ([`Config::expand`] typed by
+/// [`with_kernel_types`]), for the generated-code tools. Not generic, so that its code is
+/// generated here, where the launches already instantiate every kernel for every element type,
+/// and not again in each crate that emits kernels (the lab, its tests: minutes of compiling).
+#[doc(hidden)]
+pub fn expand_kernel(
+    config: &Config,
+    precision: Precision,
+    packed: bool,
+    builder: &mut KernelBuilder,
+    fragment_loads: FragmentLoads,
+) -> CubeDim {
+    with_kernel_types!(precision, packed, config.expand(builder, fragment_loads))
+}
+
 /// The type C's buffer holds on a device: the output type, or f32 for bf16 where the device
 /// has no bf16 type (`packed`).
 pub fn stored_output(precision: crate::problem::Precision, packed: bool) -> crate::problem::DType {
