@@ -126,23 +126,20 @@ pub(super) fn emulated_mma<F: Float, A: Float>(
     #[comptime] ik: u32,
 ) {
     let (g, t) = (lane / 4, lane % 4);
-    for i in 0..mi {
-        for j in 0..ni {
-            for h in 0..2u32 {
-                for e in 0..2u32 {
-                    let (row, col) = (g + 8 * h, 2 * t + e);
-                    let mut sum = A::new(0.0);
-                    for k in 0..ik {
-                        let a = scratch[(a_base + i * 16 * ik + row * ik + k) as usize];
-                        let b = scratch[(b_base + j * ik * 8 + k * 8 + col) as usize];
-                        sum += A::cast_from(as_unit_reads::<F>(a, ik))
-                            * A::cast_from(as_unit_reads::<F>(b, ik));
-                    }
-                    let at = (((i * ni + j) * 2 + h) * 2 + e) as usize;
-                    acc[at] += sum;
-                }
-            }
+    // One loop over the lane's MI·NI·4 sums, not loops of 2 nested in others: lavapipe's
+    // compiler unrolls loops of a few trips, and copies of the K loop would multiply the
+    // emulation's loads (its compile time grows faster than its code).
+    for at in 0..comptime!(mi * ni * 4) {
+        let (ij, h, e) = (at / 4, (at / 2) % 2, at % 2);
+        let (i, j) = (ij / ni, ij % ni);
+        let (row, col) = (g + 8 * h, 2 * t + e);
+        let mut sum = A::new(0.0);
+        for k in 0..ik {
+            let a = scratch[(a_base + i * 16 * ik + row * ik + k) as usize];
+            let b = scratch[(b_base + j * ik * 8 + k * 8 + col) as usize];
+            sum += A::cast_from(as_unit_reads::<F>(a, ik)) * A::cast_from(as_unit_reads::<F>(b, ik));
         }
+        acc[at as usize] += sum;
     }
 }
 
