@@ -137,7 +137,8 @@ pub(super) fn emulated_mma<F: Float, A: Float>(
         for k in 0..ik {
             let a = scratch[(a_base + i * 16 * ik + row * ik + k) as usize];
             let b = scratch[(b_base + j * ik * 8 + k * 8 + col) as usize];
-            sum += A::cast_from(as_unit_reads::<F>(a, ik)) * A::cast_from(as_unit_reads::<F>(b, ik));
+            sum += A::cast_from(as_unit_reads::<F>(a, ik))
+                * A::cast_from(as_unit_reads::<F>(b, ik));
         }
         acc[at as usize] += sum;
     }

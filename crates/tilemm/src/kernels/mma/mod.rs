@@ -1344,6 +1344,33 @@ fn sum_groups<A: Float>(
     }
 }
 
+/// The fragments' accumulators in one array, fragment (i, j)'s vector h element e at
+/// ((i·NI + j)·2 + h)·2 + e, where `emulate` (the epilogue's loops over them are not unrolled
+/// there); else an array of one, unused.
+#[cube]
+fn flattened<A: Float>(
+    acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    #[comptime] fragments: u32,
+    #[comptime] emulate: bool,
+) -> Array<A> {
+    let mut flat = Array::<A>::new(comptime!((if emulate { fragments * 4 } else { 1 }) as usize));
+    if comptime!(emulate) {
+        #[unroll]
+        for f in 0..fragments {
+            let frag = acc.index(comptime!(f as usize));
+            #[unroll]
+            for h in 0..2u32 {
+                let pair = frag[h as usize];
+                #[unroll]
+                for e in 0..2u32 {
+                    flat[comptime!(((f * 2 + h) * 2 + e) as usize)] = pair[e as usize];
+                }
+            }
+        }
+    }
+    flat
+}
+
 /// α·(the warp's tile) + β·C into C, from the fragments: lane (g, q) = (lane / 4, lane % 4)
 /// holds columns 2q, 2q + 1 of rows g and g + 8 of each 16×8 fragment. Where C is stored in
 /// vectors wider than those pairs (`width_c` > 2: 16 bytes), through the warp's `staging`
@@ -1377,6 +1404,7 @@ fn epilogue<A: Float, O: Float, NC: Size>(
     let g = lane / 4;
     let q = lane % 4;
     let inside = row0 + bm <= dims.m && col0 + bn <= dims.n;
+    let flat = flattened::<A>(acc, comptime!(mi * ni), comptime!(config.emulate));
     // (Comptime conditions of their own: `comptime && runtime` would compile the pairs' path
     // for C stored element by element too.)
     if comptime!(width_c > 2) {
@@ -1384,19 +1412,19 @@ fn epilogue<A: Float, O: Float, NC: Size>(
         if inside {
             if beta == A::new(0.0) {
                 store_staged::<A, O, NC>(
-                    c, vc, dims, acc, staging, c_batch, row, col, warp, alpha, beta, active, mi,
-                    ni, width_c, true, false, config,
+                    c, vc, dims, acc, &flat, staging, c_batch, row, col, warp, alpha, beta, active,
+                    mi, ni, width_c, true, false, config,
                 );
             } else {
                 store_staged::<A, O, NC>(
-                    c, vc, dims, acc, staging, c_batch, row, col, warp, alpha, beta, active, mi,
-                    ni, width_c, true, true, config,
+                    c, vc, dims, acc, &flat, staging, c_batch, row, col, warp, alpha, beta, active,
+                    mi, ni, width_c, true, true, config,
                 );
             }
         } else {
             store_staged::<A, O, NC>(
-                c, vc, dims, acc, staging, c_batch, row, col, warp, alpha, beta, active, mi, ni,
-                width_c, false, true, config,
+                c, vc, dims, acc, &flat, staging, c_batch, row, col, warp, alpha, beta, active, mi,
+                ni, width_c, false, true, config,
             );
         }
     } else {
@@ -1405,24 +1433,25 @@ fn epilogue<A: Float, O: Float, NC: Size>(
             if inside {
                 if beta == A::new(0.0) {
                     store_tile::<A, O, NC>(
-                        c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
-                        false,
+                        c, vc, dims, acc, &flat, c_batch, row, col, alpha, beta, mi, ni, width_c,
+                        true, false, config.emulate,
                     );
                 } else {
                     store_tile::<A, O, NC>(
-                        c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, true,
-                        true,
+                        c, vc, dims, acc, &flat, c_batch, row, col, alpha, beta, mi, ni, width_c,
+                        true, true, config.emulate,
                     );
                 }
             } else {
                 store_tile::<A, O, NC>(
-                    c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false,
-                    true,
+                    c, vc, dims, acc, &flat, c_batch, row, col, alpha, beta, mi, ni, width_c, false,
+                    true, config.emulate,
                 );
             }
         } else {
             store_tile::<A, O, NC>(
-                c, vc, dims, acc, c_batch, row, col, alpha, beta, mi, ni, width_c, false, true,
+                c, vc, dims, acc, &flat, c_batch, row, col, alpha, beta, mi, ni, width_c, false,
+                true, config.emulate,
             );
         }
     }
@@ -1451,6 +1480,7 @@ fn store_staged<A: Float, O: Float, NC: Size>(
     vc: &View,
     dims: &Dims,
     acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    flat: &Array<A>,
     staging: &mut SharedMemory<A>,
     batch: u32,
     row: u32,
@@ -1472,13 +1502,7 @@ fn store_staged<A: Float, O: Float, NC: Size>(
     let (g, q) = (lane / 4, lane % 4);
     let stride = comptime!(config.warp_n() + 8);
     let base = warp * comptime!(STAGED_ROWS * stride);
-    // The vectors of a staged row (a power of two up to a warp: `rows_take`), of all the staged
-    // rows, and a lane's share of them: its vector v lies 32·v / per_row rows below its
-    // first, at the same columns.
     let per_row = comptime!(config.warp_n() / width_c);
-    let vectors = comptime!(STAGED_ROWS * per_row);
-    let per_lane = comptime!(vectors.div_ceil(WARP));
-    let rows_apart = comptime!(WARP / per_row);
     let (r0, along) = (lane / per_row, (lane % per_row) * comptime!(width_c));
     // Staging offsets said to lie in the staging (`within`: under 2¹⁶ elements), so that each
     // constant after them folds into the access (`STS [R+imm]`).
@@ -1488,76 +1512,141 @@ fn store_staged<A: Float, O: Float, NC: Size>(
     // multiples of the vector: `store_width`).
     let (i0, j0) = (row + r0, col + along);
     let first = (vc.offset + batch * vc.batch_stride + i0 * vc.row_stride + j0) / width_c;
-    let vector_row = vc.row_stride / width_c;
-    let emulate = comptime!(config.emulate);
-    #[unroll]
-    for i in 0..mi {
-        #[unroll]
-        for h in 0..2u32 {
+    let at = StagedRows {
+        read,
+        first,
+        vector_row: vc.row_stride / width_c,
+        i0,
+        j0,
+    };
+    if comptime!(config.emulate) {
+        // A loop over the rows of fragments, not unrolled (in one loop, not nested loops of
+        // few trips, which lavapipe's compiler unrolls): an unrolled copy of each would take
+        // lavapipe's compiler longer than the rest of the kernel. The same staging offsets and
+        // stores, with the fragment's row a value.
+        for ih in 0..comptime!(mi * 2) {
+            let (i, h) = (ih / 2, ih % 2);
             if active {
-                #[unroll]
-                for j in 0..ni {
-                    let pair = acc.index(comptime!((i * ni + j) as usize))[h as usize];
-                    #[unroll]
-                    for e in 0..2u32 {
-                        staging[(written + comptime!(j * fn_ + e)) as usize] =
-                            alpha * pair[e as usize];
-                    }
+                for je in 0..comptime!(ni * 2) {
+                    let (j, e) = (je / 2, je % 2);
+                    staging[(written + j * fn_ + e) as usize] =
+                        alpha * flat[(((i * ni + j) * 2 + h) * 2 + e) as usize];
                 }
             }
-            if comptime!(emulate) {
-                sync_cube();
-            } else {
-                sync_plane();
-            }
+            sync_cube();
+            store_staged_rows::<A, O, NC>(
+                c, dims, staging, &at, i * fm + h * STAGED_ROWS, beta, active, width_c, inside,
+                read_c, config,
+            );
+            sync_cube();
+        }
+    } else {
+        #[unroll]
+        for i in 0..mi {
             #[unroll]
-            for v in 0..per_lane {
-                // Rows below the lane's first: of the staging, and of C.
-                let down = comptime!(v * rows_apart);
-                let below = comptime!(i * fm + h * STAGED_ROWS + v * rows_apart);
-                let stores = if comptime!(inside) {
-                    active
-                } else {
-                    active && i0 + below < dims.m && j0 < dims.n
-                };
-                // (Where the staged rows hold fewer vectors than a warp has lanes.)
-                let stores = if comptime!(vectors < WARP) {
-                    stores && lane < comptime!(vectors)
-                } else {
-                    stores
-                };
-                if stores {
-                    let index = (first + below * vector_row) as usize;
-                    let from = read + comptime!(down * stride);
-                    let mut out = Vector::<O, NC>::empty();
+            for h in 0..2u32 {
+                if active {
                     #[unroll]
-                    for e in 0..width_c {
-                        out[e as usize] = O::cast_from(staging[(from + e) as usize]);
-                    }
-                    // β·C where C is read: β ≠ 0 (tested once by the caller inside C, here
-                    // for each vector at the edges; β = 0 leaves α·AB as it is, −0 included).
-                    // (Nested: `comptime && runtime` would compile the read where C is not.)
-                    #[allow(clippy::collapsible_if)]
-                    if comptime!(read_c) {
-                        if comptime!(inside) || beta != A::new(0.0) {
-                            let old = c[index];
-                            #[unroll]
-                            for e in 0..width_c {
-                                let value = staging[(from + e) as usize]
-                                    + beta * A::cast_from(old[e as usize]);
-                                out[e as usize] = O::cast_from(value);
-                            }
+                    for j in 0..ni {
+                        let pair = acc.index(comptime!((i * ni + j) as usize))[h as usize];
+                        #[unroll]
+                        for e in 0..2u32 {
+                            staging[(written + comptime!(j * fn_ + e)) as usize] =
+                                alpha * pair[e as usize];
                         }
                     }
-                    c[index] = out;
                 }
-            }
-            // Every lane has read the rows before any writes the next.
-            if comptime!(emulate) {
-                sync_cube();
-            } else {
+                sync_plane();
+                store_staged_rows::<A, O, NC>(
+                    c, dims, staging, &at, comptime!(i * fm + h * STAGED_ROWS), beta, active,
+                    width_c, inside, read_c, config,
+                );
+                // Every lane has read the rows before any writes the next.
                 sync_plane();
             }
+        }
+    }
+}
+
+/// Where a lane of the staged epilogue ([`store_staged`]) reads the staging and stores C: its
+/// first staged vector `read`, C's vector `first` at (`i0`, `j0`) and the vectors between
+/// rows of C.
+#[derive(CubeType)]
+struct StagedRows {
+    read: u32,
+    first: u32,
+    vector_row: u32,
+    i0: u32,
+    j0: u32,
+}
+
+/// The stores of one row h of a row i of fragments from the staging ([`store_staged`]), whose
+/// rows lie `rows` = 16·i + 8·h below the warp tile's first: each lane's whole vectors of the
+/// staged rows, with β·C read as vectors.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_staged_rows<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    dims: &Dims,
+    staging: &SharedMemory<A>,
+    at: &StagedRows,
+    rows: u32,
+    beta: A,
+    active: bool,
+    #[comptime] width_c: u32,
+    #[comptime] inside: bool,
+    #[comptime] read_c: bool,
+    #[comptime] config: MmaConfig,
+) {
+    let lane = UNIT_POS_X;
+    let stride = comptime!(config.warp_n() + 8);
+    // The vectors of a staged row (a power of two up to a warp: `rows_take`), of all the staged
+    // rows, and a lane's share of them: its vector v lies 32·v / per_row rows below its
+    // first, at the same columns.
+    let per_row = comptime!(config.warp_n() / width_c);
+    let vectors = comptime!(STAGED_ROWS * per_row);
+    let per_lane = comptime!(vectors.div_ceil(WARP));
+    let rows_apart = comptime!(WARP / per_row);
+    #[unroll]
+    for v in 0..per_lane {
+        // Rows below the lane's first: of the staging, and of C.
+        let down = comptime!(v * rows_apart);
+        let below = rows + comptime!(v * rows_apart);
+        let stores = if comptime!(inside) {
+            active
+        } else {
+            active && at.i0 + below < dims.m && at.j0 < dims.n
+        };
+        // (Where the staged rows hold fewer vectors than a warp has lanes.)
+        let stores = if comptime!(vectors < WARP) {
+            stores && lane < comptime!(vectors)
+        } else {
+            stores
+        };
+        if stores {
+            let index = (at.first + below * at.vector_row) as usize;
+            let from = at.read + comptime!(down * stride);
+            let mut out = Vector::<O, NC>::empty();
+            #[unroll]
+            for e in 0..width_c {
+                out[e as usize] = O::cast_from(staging[(from + e) as usize]);
+            }
+            // β·C where C is read: β ≠ 0 (tested once by the caller inside C, here
+            // for each vector at the edges; β = 0 leaves α·AB as it is, −0 included).
+            // (Nested: `comptime && runtime` would compile the read where C is not.)
+            #[allow(clippy::collapsible_if)]
+            if comptime!(read_c) {
+                if comptime!(inside) || beta != A::new(0.0) {
+                    let old = c[index];
+                    #[unroll]
+                    for e in 0..width_c {
+                        let value = staging[(from + e) as usize]
+                            + beta * A::cast_from(old[e as usize]);
+                        out[e as usize] = O::cast_from(value);
+                    }
+                }
+            }
+            c[index] = out;
         }
     }
 }
@@ -1595,6 +1684,7 @@ fn store_tile<A: Float, O: Float, NC: Size>(
     vc: &View,
     dims: &Dims,
     acc: &Sequence<Array<Vector<A, Const<2>>>>,
+    flat: &Array<A>,
     batch: u32,
     row: u32,
     col: u32,
@@ -1605,48 +1695,102 @@ fn store_tile<A: Float, O: Float, NC: Size>(
     #[comptime] width_c: u32,
     #[comptime] inside: bool,
     #[comptime] read_c: bool,
+    #[comptime] emulate: bool,
 ) {
-    // C's fragments are 16×8 whatever the inputs.
-    let (fm, fn_, _) = comptime!(instruction(2));
     // In pairs, C is row-major with even strides: a pair's index is half its first element's.
     let first = (vc.offset + batch * vc.batch_stride + row * vc.row_stride + col) / 2;
-    let pair_row = vc.row_stride / 2;
-    #[unroll]
-    for i in 0..mi {
+    let tile = TilePairs {
+        first,
+        pair_row: vc.row_stride / 2,
+        row,
+        col,
+    };
+    if comptime!(emulate) {
+        // One loop over the fragments' pairs, not unrolled (see `store_staged`).
+        for ijh in 0..comptime!(mi * ni * 2) {
+            let (ij, h) = (ijh / 2, ijh % 2);
+            let mut pair = Vector::<A, Const<2>>::empty();
+            pair[0] = flat[(ijh * 2) as usize];
+            pair[1] = flat[(ijh * 2 + 1) as usize];
+            store_fragment_pair::<A, O, NC>(
+                c, vc, dims, batch, &tile, ij / ni, ij % ni, h, pair, alpha, beta, width_c,
+                inside, read_c,
+            );
+        }
+    } else {
         #[unroll]
-        for j in 0..ni {
-            let frag = acc.index(comptime!((i * ni + j) as usize));
+        for i in 0..mi {
             #[unroll]
-            for h in 0..2u32 {
-                let pair = frag[h as usize];
-                if comptime!(inside) {
-                    let index = (first + (i * fm + h * 8) * pair_row + j * (fn_ / 2)) as usize;
-                    let mut out = Vector::<O, NC>::empty();
-                    #[unroll]
-                    for e in 0..2usize {
-                        let mut value = alpha * pair[e];
-                        if comptime!(read_c) {
-                            value += beta * A::cast_from(c[index][e]);
-                        }
-                        out[e] = O::cast_from(value);
-                    }
-                    c[index] = out;
-                } else {
-                    store_pair::<A, O, NC>(
-                        c,
-                        vc,
-                        dims,
-                        batch,
-                        row + i * fm + h * 8,
-                        col + j * fn_,
-                        pair,
-                        alpha,
-                        beta,
-                        width_c,
+            for j in 0..ni {
+                let frag = acc.index(comptime!((i * ni + j) as usize));
+                #[unroll]
+                for h in 0..2u32 {
+                    store_fragment_pair::<A, O, NC>(
+                        c, vc, dims, batch, &tile, i, j, h, frag[h as usize], alpha, beta,
+                        width_c, inside, read_c,
                     );
                 }
             }
         }
+    }
+}
+
+/// Where [`store_tile`] stores a warp tile: its lane's first pair in C, `first`, the pairs
+/// between rows, and the lane's first row and column.
+#[derive(CubeType)]
+struct TilePairs {
+    first: u32,
+    pair_row: u32,
+    row: u32,
+    col: u32,
+}
+
+/// α·`pair` + β·C for row h of fragment (i, j) of [`store_tile`]'s warp tile.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_fragment_pair<A: Float, O: Float, NC: Size>(
+    c: &mut Array<Vector<O, NC>>,
+    vc: &View,
+    dims: &Dims,
+    batch: u32,
+    tile: &TilePairs,
+    i: u32,
+    j: u32,
+    h: u32,
+    pair: Vector<A, Const<2>>,
+    alpha: A,
+    beta: A,
+    #[comptime] width_c: u32,
+    #[comptime] inside: bool,
+    #[comptime] read_c: bool,
+) {
+    // C's fragments are 16×8 whatever the inputs.
+    let (fm, fn_, _) = comptime!(instruction(2));
+    if comptime!(inside) {
+        let index = (tile.first + (i * fm + h * 8) * tile.pair_row + j * (fn_ / 2)) as usize;
+        let mut out = Vector::<O, NC>::empty();
+        #[unroll]
+        for e in 0..2usize {
+            let mut value = alpha * pair[e];
+            if comptime!(read_c) {
+                value += beta * A::cast_from(c[index][e]);
+            }
+            out[e] = O::cast_from(value);
+        }
+        c[index] = out;
+    } else {
+        store_pair::<A, O, NC>(
+            c,
+            vc,
+            dims,
+            batch,
+            tile.row + i * fm + h * 8,
+            tile.col + j * fn_,
+            pair,
+            alpha,
+            beta,
+            width_c,
+        );
     }
 }
 
