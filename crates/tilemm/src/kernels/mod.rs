@@ -540,9 +540,8 @@ macro_rules! registry {
                 }
             }
 
-            /// The kernel's IR into `builder`, for the generated-code tools.
-            #[doc(hidden)]
-            pub fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
+            /// The kernel's IR into `builder`, for the generated-code tools ([`expand_kernel`]).
+            pub(crate) fn expand<I: GemmInput, A: Float + CubeElement, O: Float>(
                 &self,
                 builder: &mut KernelBuilder,
                 fragment_loads: FragmentLoads,
@@ -619,9 +618,7 @@ impl FromStr for Config {
 /// Calls `$recv.$method::<$pre.., I, A, O>($args.., packed)` with the element types the kernels
 /// use for `precision`: inputs `I` (u32 for bf16 packed two to a word, where the device has no
 /// bf16), accumulator `A`, C's buffer `O` (f32 for packed bf16). One table for launching and for
-/// emitting, so that what `emit` shows is what runs.
-#[macro_export]
-#[doc(hidden)]
+/// emitting (`expand_kernel`), so that what `emit` shows is what runs.
 macro_rules! with_kernel_types {
     ($precision:expr, $packed:expr,
      $recv:ident . $method:ident $(:: <$($pre:ty),*>)? ($($arg:expr),*)) => {{
@@ -643,12 +640,12 @@ macro_rules! with_kernel_types {
         }
     }};
 }
-pub use with_kernel_types;
 
-/// `config`'s kernel IR for `precision` into `builder` ([`Config::expand`] typed by
-/// [`with_kernel_types`]), for the generated-code tools. Not generic, so that its code is
+/// `config`'s kernel IR for `precision` into `builder` (`Config::expand` typed by
+/// `with_kernel_types!`), for the generated-code tools. Not generic, so that its code is
 /// generated here, where the launches already instantiate every kernel for every element type,
-/// and not again in each crate that emits kernels (the lab, its tests: minutes of compiling).
+/// and not again in each crate that emits kernels (the lab, its tests: minutes of compiling);
+/// the generic steps are private to this crate for that reason.
 #[doc(hidden)]
 pub fn expand_kernel(
     config: &Config,
