@@ -137,6 +137,24 @@ fn contract_in(input: DType) -> Vec<(String, Problem)> {
         format!("{input} padded views, column-major C"),
         common::padded_views(precision(DType::F32)),
     )])
+    // N even but not a multiple of 4, with whole blocks beside the edges: C in the fragments'
+    // pairs inside C (β = 0, and β·C read), where the problems above take the pairs only at
+    // the edges.
+    .chain(
+        [
+            ("130×64×70, C in pairs", shape(130, 64, 70)),
+            (
+                "130×64×70, C in pairs, α −2, β 3",
+                Shape {
+                    alpha: -2.0,
+                    beta: 3.0,
+                    ..shape(130, 64, 70)
+                },
+            ),
+        ]
+        .into_iter()
+        .map(|(name, s)| (format!("{input} {name}"), s.problem().unwrap())),
+    )
     .collect()
 }
 
@@ -484,8 +502,9 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
 }
 
 /// The rest of the contract on the one-warp configuration above: the transposes, C in the
-/// input type, padded views with a column-major C (three kernel variants, a test of their own
-/// so that a runner of tests side by side takes them beside the first three).
+/// input type, padded views with a column-major C, C in pairs inside C (four kernel variants,
+/// a test of their own so that a runner of tests side by side takes them beside the first
+/// three).
 #[test]
 fn the_emulated_kernel_over_the_contracts_transposes_and_padded_views() {
     if !the_emulation_runs_here() {
@@ -493,7 +512,24 @@ fn the_emulated_kernel_over_the_contracts_transposes_and_padded_views() {
     }
     let mut rng = StdRng::seed_from_u64(41);
     let plan = emulated(64, 64, 32, 1, 1, 2, 1);
-    check_all(&plan, &contract(), &[3, 4, 5], &mut rng);
+    // C of 130×70 in f32 goes out in the fragments' pairs (N even, not a multiple of 4).
+    let Config::Mma(config) = plan.config else {
+        unreachable!()
+    };
+    let pairs = tilemm::problem::MatrixDesc {
+        rows: 130,
+        cols: 70,
+        row_stride: 70,
+        col_stride: 1,
+        offset: 0,
+        batch_stride: 0,
+    };
+    let limit = gpu().info().limits.max_shared_bytes;
+    assert_eq!(
+        tilemm::kernels::mma::c_width(&config, &pairs, 2, 4, limit),
+        2
+    );
+    check_all(&plan, &contract(), &[3, 4, 5, 6, 7], &mut rng);
 }
 
 // The emulation's checks in five tests, which a runner of tests side by side (cargo-nextest:
