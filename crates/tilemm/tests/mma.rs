@@ -458,14 +458,7 @@ fn the_emulated_kernel_is_exact_and_within_the_bound_over_the_contract() {
     assert!(config.xor_first(2), "the emulation runs the XOR-first form");
     // C row-major in 4-element vectors: the staged epilogue, its staging beside the stages in
     // this device's shared memory (else C would go out in pairs, unchecked here).
-    let c = tilemm::problem::MatrixDesc {
-        rows: 64,
-        cols: 64,
-        row_stride: 64,
-        col_stride: 1,
-        offset: 0,
-        batch_stride: 0,
-    };
+    let c = tilemm::problem::MatrixDesc::row_major(64, 64);
     let limit = gpu().info().limits.max_shared_bytes;
     let staged = |plan: &Plan, input: u32| {
         let Config::Mma(config) = plan.config else {
@@ -516,14 +509,7 @@ fn the_emulated_kernel_over_the_contracts_transposes_and_padded_views() {
     let Config::Mma(config) = plan.config else {
         unreachable!()
     };
-    let pairs = tilemm::problem::MatrixDesc {
-        rows: 130,
-        cols: 70,
-        row_stride: 70,
-        col_stride: 1,
-        offset: 0,
-        batch_stride: 0,
-    };
+    let pairs = tilemm::problem::MatrixDesc::row_major(130, 70);
     let limit = gpu().info().limits.max_shared_bytes;
     assert_eq!(
         tilemm::kernels::mma::c_width(&config, &pairs, 2, 4, limit),
