@@ -1,6 +1,7 @@
-/* A product in an atexit handler, after the program's own products: through the preloaded
- * library it must be right and print nothing on stderr (scripts/test-blas). Prints
- * "main: 96" and "atexit: 96". */
+/* Products in atexit handlers, after the program's own products: one handler registered after
+ * the first product (so it runs before the library's own handlers) and one before (so it runs
+ * after them). Through the preloaded library they must be right and print nothing on stderr
+ * (scripts/test-blas). Prints "main: 96", "atexit: 96" and "last atexit: 96". */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -22,8 +23,11 @@ static void product(const char *where) {
 
 static void at_exit(void) { product("atexit"); }
 
+static void at_exit_last(void) { product("last atexit"); }
+
 int main(void) {
   for (int i = 0; i < N * N; i++) a[i] = b[i] = 1;
+  atexit(at_exit_last);
   product("main");
   atexit(at_exit);
   return 0;

@@ -19,6 +19,7 @@
 //! throws (a C++ exception) reaches the caller's `catch`, as through the reference BLAS.
 
 pub mod call;
+pub mod log;
 pub mod route;
 pub mod symbols;
 
@@ -94,7 +95,11 @@ fn quiet_panics() {
     static SET: std::sync::Once = std::sync::Once::new();
     SET.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            route::log(|| format!("tilemm-blas: caught a panic (the call falls back): {info}"))
+            // On one line: the message follows its location on a line of its own.
+            route::log(|| {
+                let info = info.to_string().replace('\n', " ");
+                format!("tilemm-blas: caught a panic (the call falls back): {info}")
+            })
         }))
     });
 }

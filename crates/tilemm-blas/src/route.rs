@@ -3,9 +3,8 @@
 
 use std::cell::Cell;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::Write as _;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
@@ -18,6 +17,7 @@ use tilemm::level3::{
 use tilemm::{Backend, GemmRun, GpuSession};
 
 use crate::call::{Call, Op, Routine, Scalar, Work};
+use crate::log::{self as call_log, Log};
 use crate::symbols;
 
 /// The routes a call can take.
@@ -43,10 +43,8 @@ impl Route {
 
 /// What the BLAS keeps of the settings ([`dispatch::Settings::global`]), read once.
 struct Settings {
-    /// The process that read them: a child forked from it has none of its threads.
-    pid: u32,
     mode: BlasRoute,
-    log: Option<Mutex<File>>,
+    log: Option<&'static Log>,
 }
 
 fn settings() -> &'static Settings {
@@ -62,7 +60,7 @@ fn settings() -> &'static Settings {
                 .blas_log
                 .as_ref()
                 .and_then(|path| match tilemm::io::files::open_append(path) {
-                    Ok(file) => Some(Mutex::new(file)),
+                    Ok(file) => Some(Log::open(file)),
                     Err(e) => {
                         let name = dispatch::BLAS_LOG_VARIABLE;
                         problems.push(format!("{name}={}: {e}; no log is written", path.display()));
@@ -72,8 +70,9 @@ fn settings() -> &'static Settings {
         for problem in &problems {
             let _ = writeln!(std::io::stderr(), "tilemm-blas: {problem}");
         }
+        // A child forked from now on has none of this process's threads.
+        call_log::watch_forks();
         Settings {
-            pid: std::process::id(),
             mode: global.blas_route,
             log,
         }
@@ -84,17 +83,15 @@ fn settings() -> &'static Settings {
 /// tilemm's CPU threads (rayon's pool) and device stay with the parent, and a product sent to
 /// them would wait forever, so a forked child's calls go to the BLAS underneath.
 fn forked() -> bool {
-    settings().pid != std::process::id()
+    // Read after the settings, which start watching for forks.
+    settings();
+    call_log::forked()
 }
 
 /// Writes one line to the log, if there is one.
 pub(crate) fn log(line: impl FnOnce() -> String) {
-    if let Some(file) = &settings().log {
-        let mut line = line();
-        line.push('\n');
-        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-        // A log that cannot take a line (a full disk) costs the line, never the call.
-        let _ = file.write_all(line.as_bytes());
+    if let Some(log) = settings().log {
+        log.line(&line());
     }
 }
 
@@ -242,13 +239,13 @@ pub fn log_refusal<T: Scalar>(entry: &Entry, call: &Call<T>, number: std::os::ra
 /// # Safety
 /// `call`'s pointers must be valid for its shape, as for any BLAS.
 pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written: &Cell<bool>) {
-    let start = Instant::now();
     if forked() {
         // No log either: another thread of the parent may have held its lock at the fork.
         forward(call, work);
         written.set(true);
         return;
     }
+    let clock = Clock::start();
     match work {
         Work::None => {
             log(|| format!("{} route=none (nothing to compute)", entry.line(call)));
@@ -261,7 +258,7 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
                 format!(
                     "{} route=none (C = beta*C on the host) ms={:.3}",
                     entry.line(call),
-                    ms(start.elapsed())
+                    clock.ms()
                 )
             });
             return;
@@ -278,7 +275,7 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
             format!(
                 "{} route={by} (alpha or beta not finite) ms={:.3}",
                 entry.line(call),
-                ms(start.elapsed())
+                clock.ms()
             )
         });
         return;
@@ -300,63 +297,81 @@ pub unsafe fn run<T: Scalar>(entry: &Entry, call: &Call<T>, work: Work, written:
             (found.routes[routed.index], Some(routed.index))
         }
     };
-    let start = Instant::now();
+    let clock = Clock::start();
     let outcome = compute(route, call);
-    let time = start.elapsed();
+    let time = clock.ms();
     written.set(true);
-    // The line is made only where there is a log: a small product costs microseconds.
-    let logging = settings().log.is_some();
-    let mut line = if logging {
-        entry.line(call)
-    } else {
-        String::new()
-    };
-    match outcome {
-        Ok(computed) => {
-            // Its later timings are the route's speed.
+    let fallen_back = match &outcome {
+        // Its later timings are the route's speed.
+        Ok(_) => {
             if let Some(i) = chosen {
                 routes::<T>().router.ran(i);
             }
-            let _ = write!(line, " route={} ms={:.3}", route.name(), ms(time));
-            let runs = computed.as_deref().unwrap_or_default();
-            if call.routine != Routine::Gemm && computed.is_some() {
-                let _ = write!(line, " gemms={}", runs.len());
-            }
-            if let Some(plan) = runs.first().and_then(|r| r.plan.as_ref()) {
-                let _ = write!(line, " kernel={plan}");
-            }
-            let timed: usize = runs
-                .iter()
-                .filter_map(|r| r.tuning.as_ref())
-                .map(|t| t.timed.len())
-                .sum();
-            if timed > 0 {
-                let plural = if timed == 1 { "" } else { "s" };
-                let _ = write!(
-                    line,
-                    " (tuning: {timed} candidate{plural} timed in {:.3} ms)",
-                    ms(tuning(&computed))
-                );
-            }
+            None
         }
-        Err(why) => {
+        Err(_) => {
             if let Some(i) = chosen {
                 let found = routes::<T>();
                 let key = found.keys[call.routine.index()];
                 found.router.failed(i, key, call.fmas());
             }
-            let fallback = fallback(call);
-            written.set(true);
-            let _ = write!(
-                line,
-                " route={} failed ({why}); computed by {} ms={:.3}",
-                route.name(),
-                fallback,
-                ms(start.elapsed())
-            );
+            Some(fallback(call))
         }
+    };
+    // Made only where there is a log: formatting costs about what a small product does.
+    log(|| {
+        let mut line = entry.line(call);
+        match (outcome, fallen_back) {
+            (Ok(computed), _) => {
+                let _ = write!(line, " route={} ms={time:.3}", route.name());
+                let runs = computed.as_deref().unwrap_or_default();
+                if call.routine != Routine::Gemm && computed.is_some() {
+                    let _ = write!(line, " gemms={}", runs.len());
+                }
+                if let Some(plan) = runs.first().and_then(|r| r.plan.as_ref()) {
+                    let _ = write!(line, " kernel={plan}");
+                }
+                let timed: usize = runs
+                    .iter()
+                    .filter_map(|r| r.tuning.as_ref())
+                    .map(|t| t.timed.len())
+                    .sum();
+                if timed > 0 {
+                    let plural = if timed == 1 { "" } else { "s" };
+                    let _ = write!(
+                        line,
+                        " (tuning: {timed} candidate{plural} timed in {:.3} ms)",
+                        ms(tuning(&computed))
+                    );
+                }
+            }
+            (Err(why), by) => {
+                let _ = write!(
+                    line,
+                    " route={} failed ({why}); computed by {} ms={:.3}",
+                    route.name(),
+                    by.unwrap_or_default(),
+                    clock.ms()
+                );
+            }
+        }
+        line
+    });
+}
+
+/// The time since a call (or its product) began, read only where there is a log to write it
+/// to.
+struct Clock(Option<Instant>);
+
+impl Clock {
+    fn start() -> Clock {
+        Clock(settings().log.is_some().then(Instant::now))
     }
-    log(|| line);
+
+    /// Milliseconds since the start (0 without a log).
+    fn ms(&self) -> f64 {
+        self.0.map_or(0.0, |start| ms(start.elapsed()))
+    }
 }
 
 /// Times `route` on `call` with a copy of C, so that β·C reads the caller's values and the
