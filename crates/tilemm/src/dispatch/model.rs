@@ -193,11 +193,12 @@ impl Model {
     /// recover.
     pub fn choose(&mut self, candidates: &[Candidate], precision: &str, fmas: f64) -> Choice {
         let b = bucket(fmas);
-        // A final choice is looked up, not worked out again, on every call of the bucket.
+        // A final choice is looked up, not worked out again, on every call of the bucket (the
+        // bucket compared first: integers before strings).
         let known = self
             .decided
             .iter_mut()
-            .find(|d| d.precision == precision && d.bucket == b);
+            .find(|d| d.bucket == b && d.precision == precision);
         let recheck = match known {
             Some(d) => {
                 d.calls += 1;

@@ -20,8 +20,9 @@ const MAX_MEASURES: usize = 12;
 /// A front end's routes for one precision, by index.
 pub struct Router {
     candidates: Vec<Candidate<'static>>,
-    /// Each class's route for the process: (precision, bucket) → index.
-    fixed: Memo<(&'static str, i32), usize>,
+    /// Each class's route for the process: (bucket, precision) → index (the bucket first: a
+    /// lookup a call compares integers before strings).
+    fixed: Memo<(i32, &'static str), usize>,
     /// Whether each route has run in the process: a route's first run (a thread pool started,
     /// kernels loaded) says nothing of its speed.
     warm: Vec<AtomicBool>,
@@ -85,7 +86,7 @@ impl Router {
         fmas: f64,
         mut time: impl FnMut(usize) -> Result<Duration, String>,
     ) -> Routed {
-        let class = (precision, model::bucket(fmas));
+        let class = (model::bucket(fmas), precision);
         let known = self.fixed.get(&class);
         let mut explored = Vec::new();
         for _ in 0..MAX_MEASURES {
