@@ -414,6 +414,37 @@ def _with_axes(a, b, out, axes, call):
     return np.moveaxis(result, last(cores[2]), picked[2])
 
 
+#: The dtypes of the plain product (`_plain_product`), in the machine's byte order.
+_PLAIN = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _plain_product(a, b, alpha, beta, kernel, device):
+    """The commonest call, two matrices of the same native float32 or float64, none empty,
+    `alpha` 1 and `beta` 0, no `out`, `dtype` or `axes`, as the general path computes it (a
+    new C, one product): that path's checks cost tens of microseconds of Python a call, more
+    than a small product. Else None, and the general path takes the call."""
+    if not (
+        alpha == 1.0
+        and beta == 0.0
+        and a.ndim == 2
+        and b.ndim == 2
+        and a.dtype == b.dtype
+        and a.dtype in _PLAIN
+    ):
+        return None
+    (m, k), (k_b, n) = a.shape, b.shape
+    if k != k_b or m == 0 or n == 0 or k == 0:
+        return None
+    _reset_last_call()
+    c = np.empty((m, n), dtype=a.dtype)
+    # As the general path passes them: each a batch of one.
+    _gemm3(
+        a.reshape((1,) + a.shape), b.reshape((1,) + b.shape), c.reshape((1, m, n)), alpha, beta,
+        kernel, _device(device),
+    )
+    return c
+
+
 def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, dtype=None,
            axes=None):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
@@ -432,6 +463,19 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     inputs cast to ``dtype`` (``same_kind``) and the product computed in it; the core axes of
     A, B and the result. The GIL is released while the device works.
     """
+    if (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and out is None
+        and dtype is None
+        and axes is None
+        and type(alpha) is float
+        and type(beta) is float
+        and type(kernel) is str
+    ):
+        plain = _plain_product(a, b, alpha, beta, kernel, device)
+        if plain is not None:
+            return plain
     if isinstance(out, tuple):
         # As numpy's ufuncs: out=(array,) names the one output.
         if len(out) != 1:
