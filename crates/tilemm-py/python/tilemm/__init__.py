@@ -155,6 +155,10 @@ def _device(device):
     if isinstance(device, Device):
         return device
     if device is None or isinstance(device, str):
+        # Read without the lock (a dict's get is atomic): the lock only orders first opens.
+        opened = _DEVICES.get(device)
+        if opened is not None:
+            return opened
         with _DEVICES_LOCK:
             if device not in _DEVICES:
                 _DEVICES[device] = Device(device)
@@ -185,6 +189,9 @@ def _result_dtype(a, b):
     bf16 = _bf16()
     # Byte order is storage, not type: a '>f4' operand is read as float32.
     a_dtype, b_dtype = (x.dtype.newbyteorder("=") for x in (a, b))
+    if a_dtype == b_dtype and a_dtype in _FLOATS + _COMPLEX:
+        # numpy's own types, alike: the type itself.
+        return a_dtype, a_dtype
     if a_dtype.kind in "iub" and b_dtype.kind in "iub":
         # Integers and bool: numpy's type (computed exactly, see _exact_integer_product).
         result = np.result_type(a_dtype, b_dtype)
@@ -285,6 +292,10 @@ def _batched(a, b, c, batch, alpha, beta, kernel, device):
     """C = alpha·A·B + beta·C over the broadcast batch `batch` (A and B padded to its length,
     each batch dimension full or 1; C full)."""
     nb = len(batch)
+    if nb == 0:
+        # Matrices: each a batch of one.
+        _gemm3(*(x.reshape((1,) + x.shape) for x in (a, b, c)), alpha, beta, kernel, device)
+        return
 
     def full(x):
         return x.shape[:nb] == batch
@@ -487,7 +498,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     if any(_on_device(x) for x in (a, b, out)):
         return _device_matmul(a, b, out, alpha, beta, kernel, device, dtype, axes)
     for name, x in (("a", a), ("b", b), ("out", out)):
-        if isinstance(x, np.ma.MaskedArray):
+        if x is not None and type(x) is not np.ndarray and isinstance(x, np.ma.MaskedArray):
             raise MaskedArrayError(
                 f"tilemm.matmul does not take masked arrays ({name} is one): it would compute "
                 "with the masked values; pass x.filled(0) to leave them out, or use np.ma.dot"
@@ -550,10 +561,12 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     if a2.shape[-1] != b2.shape[-2]:
         raise _core_error("Input", 1, 0, b2.shape[-2], a2.shape[-1])
     m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-    try:
-        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    except ValueError as e:
-        raise ShapeError(str(e)) from None
+    batch = a2.shape[:-2]
+    if b2.shape[:-2] != batch:
+        try:
+            batch = np.broadcast_shapes(batch, b2.shape[:-2])
+        except ValueError as e:
+            raise ShapeError(str(e)) from None
     full_shape = batch + (m, n)
     shape = full_shape
     if a_vector:
