@@ -234,20 +234,19 @@ pub unsafe fn gemm_in_place<I: Element, O: Element>(
             }
         }
     };
-    // A small product runs on the calling thread: handing it to the pool costs more than it
-    // (a BLAS program's many small calls). The threads split rows and columns, never K, so
-    // the bits are the same either way.
+    // A product under the crate's threading threshold (multiply-adds of one call), which the
+    // crate would run on one thread of the pool anyway, runs on the calling thread: handing
+    // it over costs more than such a product (2× at 64³ on 2 cores; a BLAS program's many
+    // small calls). The threads split rows and columns, never K, so the bits are the same
+    // either way.
     let fmas = [problem.n, problem.k, problem.batch]
         .iter()
         .fold(problem.m, |x, &y| x.saturating_mul(y));
-    if fmas < SERIAL_FMAS {
+    if fmas < gemm::get_threading_threshold() {
         return compute(false);
     }
     pool()?.install(|| compute(true))
 }
-
-/// Products of fewer multiply-adds than this run on the calling thread.
-const SERIAL_FMAS: usize = 1 << 18;
 
 /// C = α·A·B + β·C into a new buffer: zeros, or a copy of `c0` when β ≠ 0.
 pub fn product(
