@@ -186,12 +186,12 @@ def _core_error(which, operand, dim, size, expected):
 def _result_dtype(a, b):
     """The dtype numpy's matmul returns for `a` and `b`, and the dtype tilemm's kernels read
     them in, or a DTypeError."""
-    bf16 = _bf16()
     # Byte order is storage, not type: a '>f4' operand is read as float32.
     a_dtype, b_dtype = (x.dtype.newbyteorder("=") for x in (a, b))
     if a_dtype == b_dtype and a_dtype in _FLOATS + _COMPLEX:
         # numpy's own types, alike: the type itself.
         return a_dtype, a_dtype
+    bf16 = _bf16()
     if a_dtype.kind in "iub" and b_dtype.kind in "iub":
         # Integers and bool: numpy's type (computed exactly, see _exact_integer_product).
         result = np.result_type(a_dtype, b_dtype)

@@ -351,7 +351,7 @@ def _dlpack_gpu(x):
 def _foreign(x):
     """Whether `x` is another library's GPU array: the CUDA Array Interface (numba, CuPy,
     PyTorch), else DLPack on a CUDA or ROCm device (JAX, PyTorch's bfloat16 tensors)."""
-    if isinstance(x, (DeviceArray, np.ndarray)):
+    if x is None or isinstance(x, (DeviceArray, np.ndarray)):
         return False
     return _interface(x) or _dlpack_gpu(x)
 
