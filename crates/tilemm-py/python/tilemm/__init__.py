@@ -242,6 +242,9 @@ def _scalar(name, value):
 def _merged(x, batch):
     """`x` (batch dimensions `batch`, then the matrix) as a 3-D view: its batch dimensions
     merged into one where its strides allow, or None."""
+    if len(batch) == 1:
+        # Already so (the caller passes it full).
+        return x
     core = x.shape[-2:]
     # A dimension of size 1 is never stepped along: its stride says nothing, so it is left out.
     steps = [(size, stride) for size, stride in zip(batch, x.strides) if size != 1]
