@@ -83,6 +83,8 @@ class MaskedArrayError(TilemmError, TypeError):
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 # Complex products: four real ones each (tilemm::complex, the 4M method).
 _COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+# numpy's own floating and complex types (what the checks of each call look in).
+_NUMPYS = _FLOATS + _COMPLEX
 
 
 def _bf16():
@@ -188,7 +190,7 @@ def _result_dtype(a, b):
     them in, or a DTypeError."""
     # Byte order is storage, not type: a '>f4' operand is read as float32.
     a_dtype, b_dtype = (x.dtype.newbyteorder("=") for x in (a, b))
-    if a_dtype == b_dtype and a_dtype in _FLOATS + _COMPLEX:
+    if a_dtype == b_dtype and a_dtype in _NUMPYS:
         # numpy's own types, alike: the type itself.
         return a_dtype, a_dtype
     bf16 = _bf16()
@@ -200,7 +202,7 @@ def _result_dtype(a, b):
         native = x.dtype.newbyteorder("=")
         if native.kind in "iub":
             continue
-        if native not in _FLOATS + _COMPLEX and native != bf16:
+        if native not in _NUMPYS and native != bf16:
             raise DTypeError(
                 f"tilemm computes bool, integers, float16, bfloat16 (ml_dtypes), float32, "
                 f"float64, complex64 and complex128; not {x.dtype}"
@@ -451,11 +453,7 @@ def _plain_product(a, b, alpha, beta, kernel, device):
         return None
     _reset_last_call()
     c = np.empty((m, n), dtype=a.dtype)
-    # As the general path passes them: each a batch of one.
-    _gemm3(
-        a.reshape((1,) + a.shape), b.reshape((1,) + b.shape), c.reshape((1, m, n)), alpha, beta,
-        kernel, _device(device),
-    )
+    _batched(a, b, c, (), alpha, beta, kernel, _device(device))
     return c
 
 
