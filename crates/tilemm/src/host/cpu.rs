@@ -288,8 +288,31 @@ struct Strided<T> {
     col: isize,
 }
 
+/// The batch as the rows of one product, where that reads and writes the same elements: B one
+/// matrix for every entry, and each entry of A and of C beginning where the rows of the one
+/// before would go on (numpy's stacked `x @ w`). Returns the batch, M and A's and C's views.
+/// On this route an entry depends on its row, column and K alone, so the bits are the same;
+/// one tall product packs B once and splits its rows over the threads, where a loop of small
+/// ones did neither.
+fn batch_as_rows(problem: &Problem) -> (usize, usize, MatrixDesc, MatrixDesc) {
+    let (m, batch) = (problem.m, problem.batch);
+    // A matrix of one row is stepped along only by its batch stride.
+    let continues = |d: &MatrixDesc| m == 1 || m.checked_mul(d.row_stride) == Some(d.batch_stride);
+    if batch > 1 && problem.b.batch_stride == 0 && continues(&problem.a) && continues(&problem.c) {
+        let rows = |d: &MatrixDesc| MatrixDesc {
+            rows: m * batch,
+            row_stride: if m == 1 { d.batch_stride } else { d.row_stride },
+            ..*d
+        };
+        return (1, m * batch, rows(&problem.a), rows(&problem.c));
+    }
+    (batch, m, problem.a, problem.c)
+}
+
 /// Per batch entry, panel of rows and slab of K (in order), one call of the crate on the
-/// strided views; blocks the crate would sum in another order go through padded copies.
+/// strided views; blocks the crate would sum in another order go through padded copies. The
+/// batch is folded into the rows where it can be ([`batch_as_rows`]); entries too small for
+/// the crate's threads run side by side on the pool, each on one thread.
 ///
 /// # Safety
 /// As [`gemm_in_place`].
@@ -301,22 +324,18 @@ unsafe fn native<T: Element + gemm_element::GemmElement>(
     stop: &(dyn Fn() -> bool + Sync),
     parallel: bool,
 ) -> Result<()> {
-    let parallelism = if parallel {
-        Parallelism::Rayon(0)
-    } else {
-        Parallelism::None
-    };
-    let (m, k, n) = (problem.m, problem.k, problem.n);
+    let (batch, m, da, dc) = batch_as_rows(problem);
+    let (k, n) = (problem.k, problem.n);
     let (alpha, beta) = (T::from_f64(problem.alpha), T::from_f64(problem.beta));
     let reads_c = problem.reads_c();
     let stride = |s: usize| s as isize;
-    let (da, db, dc): (&MatrixDesc, &MatrixDesc, &MatrixDesc) =
-        (&problem.a, &problem.b, &problem.c);
+    let db = problem.b;
     // Rows per piece: about PIECE_FLOPS per slab, at least 256 (B's slab is packed again for
     // each panel).
     let rows = (PIECE_FLOPS / (2 * K_SLAB * n).max(1)).clamp(256, m.max(256));
-    let mut scratch = Scratch::default();
-    for batch in 0..problem.batch {
+    let at = Operands { a, b, c };
+    let entry = |batch: usize, scratch: &mut Scratch, parallelism: Parallelism| -> Result<()> {
+        let (a, b, c) = at.get();
         for r0 in (0..m).step_by(rows) {
             let r = rows.min(m - r0);
             for k0 in (0..k).step_by(K_SLAB) {
@@ -375,6 +394,31 @@ unsafe fn native<T: Element + gemm_element::GemmElement>(
                 }
             }
         }
+        Ok(())
+    };
+    let threshold = gemm::get_threading_threshold();
+    let entry_fmas = m.saturating_mul(n).saturating_mul(k);
+    if parallel && batch > 1 && entry_fmas < threshold {
+        // Entries the crate would run on one thread each: side by side, in runs of about a
+        // quarter of its threshold, so that a task is worth handing over. Each entry is
+        // computed as alone, so the bits are the same.
+        use rayon::prelude::*;
+        let run = (threshold / 4 / entry_fmas.max(1)).max(1);
+        return (0..batch)
+            .into_par_iter()
+            .with_min_len(run)
+            .try_for_each_init(Scratch::default, |scratch, e| {
+                entry(e, scratch, Parallelism::None)
+            });
+    }
+    let parallelism = if parallel {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
+    let mut scratch = Scratch::default();
+    for e in 0..batch {
+        entry(e, &mut scratch, parallelism)?;
     }
     Ok(())
 }
@@ -712,6 +756,139 @@ mod tests {
 
     /// A product's entries, bit for bit, against the same rows and columns computed inside
     /// products of other shapes, offsets, layouts and thread counts.
+    /// A batched product's entries against the same entries computed one at a time, bit for
+    /// bit: A, B (`batch_b`: one per entry, else one for all) and C row-major per entry, A
+    /// stored transposed where `trans_a`. Returns whether the batch was folded into rows.
+    fn batch_against_entries<T: Element + gemm_element::GemmElement>(
+        dtype: DType,
+        (m, k, n, batch): (usize, usize, usize, usize),
+        batch_b: bool,
+        trans_a: bool,
+    ) -> bool {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64((m * 31 + k * 7 + n + batch) as u64);
+        let mut random = |len: usize| -> Vec<T> {
+            (0..len)
+                .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+                .collect()
+        };
+        let b_entries = if batch_b { batch } else { 1 };
+        let (a, b, c0) = (
+            random(batch * m * k),
+            random(b_entries * k * n),
+            random(batch * m * n),
+        );
+        let a_desc = if trans_a {
+            MatrixDesc::row_major(k, m).t()
+        } else {
+            MatrixDesc::row_major(m, k)
+        };
+        let b_desc = if batch_b {
+            MatrixDesc::row_major(k, n)
+        } else {
+            MatrixDesc::row_major(k, n).broadcast()
+        };
+        let problem = |batch| {
+            Problem::general(
+                (m, k, n, batch),
+                a_desc,
+                b_desc,
+                MatrixDesc::row_major(m, n),
+                (0.7, -1.5),
+                Precision::of(dtype),
+            )
+            .unwrap()
+        };
+        let whole = problem(batch);
+        let mut got = c0.clone();
+        native_on(&whole, &a, &b, &mut got, true);
+        let one = problem(1);
+        for e in 0..batch {
+            let b_at = if batch_b { e * k * n } else { 0 };
+            let mut want = c0[e * m * n..(e + 1) * m * n].to_vec();
+            native_on(
+                &one,
+                &a[e * m * k..(e + 1) * m * k],
+                &b[b_at..b_at + k * n],
+                &mut want,
+                false,
+            );
+            let bits = |x: &[T]| bytemuck::cast_slice::<T, u8>(x).to_vec();
+            assert_eq!(
+                bits(&got[e * m * n..(e + 1) * m * n]),
+                bits(&want),
+                "{dtype} {m}×{k}×{n}, entry {e} of {batch} (B per entry: {batch_b}, Aᵀ: {trans_a})"
+            );
+        }
+        batch_as_rows(&whole).0 == 1
+    }
+
+    #[test]
+    fn a_batch_over_one_b_is_one_product_of_its_rows_with_each_entrys_bits() {
+        for shape in [
+            (1, 5, 7, 9),
+            (3, 40, 20, 6),
+            (64, 64, 64, 6),
+            (2, 600, 3, 4),
+            (17, 3, 130, 40),
+        ] {
+            assert!(batch_against_entries::<f64>(
+                DType::F64,
+                shape,
+                false,
+                false
+            ));
+            assert!(batch_against_entries::<f32>(
+                DType::F32,
+                shape,
+                false,
+                false
+            ));
+        }
+        // A's entries stored transposed do not go on from each other's rows: entry by entry.
+        assert!(!batch_against_entries::<f64>(
+            DType::F64,
+            (20, 30, 10, 5),
+            false,
+            true
+        ));
+        // Nor with a B per entry.
+        assert!(!batch_against_entries::<f64>(
+            DType::F64,
+            (20, 30, 10, 5),
+            true,
+            false
+        ));
+    }
+
+    #[test]
+    fn small_entries_run_side_by_side_with_each_entrys_bits() {
+        // Each entry under the crate's threading threshold, the batch over it: the entries are
+        // spread over the pool, one thread each.
+        let (m, k, n, batch) = (12, 12, 12, 400);
+        assert!(m * k * n < gemm::get_threading_threshold());
+        assert!(m * k * n * batch >= gemm::get_threading_threshold());
+        assert!(!batch_against_entries::<f64>(
+            DType::F64,
+            (m, k, n, batch),
+            true,
+            false
+        ));
+        assert!(!batch_against_entries::<f32>(
+            DType::F32,
+            (m, k, n, batch),
+            true,
+            true
+        ));
+        // Entries past the threshold, each on the crate's threads.
+        assert!(!batch_against_entries::<f32>(
+            DType::F32,
+            (100, 90, 80, 3),
+            true,
+            false
+        ));
+    }
+
     fn reproducible<T: Element + gemm_element::GemmElement>(dtype: DType) {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
