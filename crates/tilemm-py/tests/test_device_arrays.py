@@ -141,6 +141,13 @@ def test_refusals_are_tilemm_errors():
         np.asarray(a)
     with pytest.raises(tilemm.ShapeError):
         a.copy_to_host(np.empty((3, 4), np.float32))
+    # numpy's same_kind rule, as for matmul's out=: floats never land in integers or bools.
+    for kind in (np.int32, np.bool_):
+        with pytest.raises(tilemm.DTypeError, match="same_kind"):
+            a.copy_to_host(np.empty((4, 3), kind))
+    wide = np.empty((4, 3), np.float64)
+    assert a.copy_to_host(wide) is wide
+    np.testing.assert_array_equal(wide, ints((4, 3), 13))
     b = a.T  # a view of the same buffer
     a.free()
     with pytest.raises(tilemm.FreedArrayError):

@@ -147,6 +147,13 @@ def test_batch_dimensions_of_one_with_any_stride_are_merged_rightly(route):
     out = np.zeros((2, 1, 5, 3, 2))[:, :, 1:4]
     tilemm.matmul(a, b, out=out, **route)
     np.testing.assert_array_equal(out, np.matmul(a, b))
+    # Batch dimensions in swapped order merge into none: A, B and out each entry by entry.
+    a = integers((2, 3, 4, 5), np.float64, rng).transpose(1, 0, 2, 3)
+    b = integers((2, 3, 5, 6), np.float64, rng).transpose(1, 0, 2, 3)
+    out = np.zeros((2, 3, 4, 6)).transpose(1, 0, 2, 3)
+    assert tilemm.matmul(a, b, out=out, **route) is out
+    np.testing.assert_array_equal(out, np.matmul(a, b))
+    np.testing.assert_array_equal(tilemm.matmul(a, b, **route), np.matmul(a, b))
 
 
 def test_a_batch_broadcast_along_part_of_its_dimensions(route):
@@ -362,6 +369,41 @@ def test_alpha_and_beta_follow_the_gemm_contract(route):
     np.testing.assert_array_equal(nan, np.matmul(a, b))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64, np.int32, np.bool_])
+@pytest.mark.parametrize(
+    "sa,sb,so",
+    [((3, 4), (4, 6), (2, 3, 6)), ((2, 3, 4), (4, 6), (5, 2, 3, 6)), ((4,), (4, 6), (2, 6)),
+     ((4,), (4,), (3,))],
+)
+def test_out_with_loop_dimensions_in_front_takes_the_result_broadcast(route, dtype, sa, sb, so):
+    # numpy's ufunc rule: out= may add loop dimensions, over which the inputs broadcast.
+    rng = np.random.default_rng(len(so))
+    a = integers(sa, np.float64, rng).astype(dtype)
+    b = integers(sb, np.float64, rng).astype(dtype)
+    want, out = np.zeros(so, dtype), np.zeros(so, dtype)
+    np.matmul(a, b, out=want)
+    assert tilemm.matmul(a, b, out=out, **route) is out
+    np.testing.assert_array_equal(out, want)
+
+
+class OwnUfuncs(np.ndarray):
+    """A subclass that computes ufuncs its own way (as units libraries do)."""
+
+    def __array_ufunc__(self, *args, **kwargs):
+        return NotImplemented
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_matrices_come_back_as_numpy_returns_them(route):
+    m, n = np.matrix(np.arange(6.0).reshape(2, 3)), np.matrix(np.ones((3, 2)))
+    for x, y in ((m, n), (m, np.ones((3, 2))), (np.ones((2, 2)), m)):
+        got, want = tilemm.matmul(x, y, **route), np.matmul(x, y)
+        assert type(got) is type(want) is np.matrix
+        np.testing.assert_array_equal(got, want)
+    out = np.zeros((2, 2))
+    assert tilemm.matmul(m, n, out=out, **route) is out
+
+
 def test_empty_products_are_numpys(route):
     z = tilemm.matmul(np.ones((3, 0)), np.ones((0, 4)), **route)
     np.testing.assert_array_equal(z, np.zeros((3, 4)))
@@ -399,6 +441,9 @@ def test_the_acceptance_examples():
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 2), np.int32)), tilemm.DTypeError, "same_kind"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), beta=1.0), tilemm.ArgumentError, "out="),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), alpha=float("nan")), tilemm.ArgumentError, "finite"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), alpha=10**400), tilemm.ArgumentError, "alpha"),
+        (lambda: tilemm.matmul(np.ones((2, 2)).view(OwnUfuncs), np.ones((2, 2))), tilemm.DTypeError, "__array_ufunc__"),
+        (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.ones((2, 1, 2))), tilemm.ShapeError, "shape"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), kernel="nope"), tilemm.ArgumentError, "nope"),
         (lambda: tilemm.matmul(np.ones((2, 3)), np.ones((3, 2)), device="tpu"), tilemm.ArgumentError, "tpu"),
         # Named as every front end names devices (tilemm.DeviceSpec): the CPU has no index.
@@ -508,10 +553,6 @@ class GeneralPath(Exception):
     pass
 
 
-class Subclass(np.ndarray):
-    pass
-
-
 def test_a_plain_product_skips_the_general_paths_checks_with_its_result(monkeypatch):
     """Two native float32 or float64 matrices with the defaults take `_plain_product`: the
     general path's bits, route and timing, without its checks (tens of microseconds of
@@ -534,15 +575,25 @@ def test_a_plain_product_skips_the_general_paths_checks_with_its_result(monkeypa
             np.testing.assert_array_equal(plain, general)
             assert tilemm.last_call.route == general_route
             assert tilemm.last_call.library_seconds > 0
-            # Strided views are plain too; byte-swapped, subclassed, mixed, vector, batched
-            # and empty operands are not.
+            # Strided views and stacks (equal batches, or one operand a matrix) are plain
+            # too; byte-swapped, mixed, vector, partly broadcast and empty
+            # operands are not.
             strided = tilemm.matmul(a[::2], b[:, ::3])
+            stack_a = np.stack([a, 2 * a, -a])[:, ::2]
+            stack_b = np.stack([b, b[::-1], 3 * b])
+            stacks = [
+                tilemm.matmul(stack_a, b),
+                tilemm.matmul(a, stack_b.reshape(1, 3, 29, 41)),
+                tilemm.matmul(stack_a, stack_b),
+            ]
             for x, y in [
                 (a.astype(a.dtype.newbyteorder()), b),
-                (a.view(Subclass), b),
                 (a, b.astype(np.float16)),
                 (a[0], b),
-                (a[np.newaxis], b),
+                (a, b[:, 0]),
+                (stack_a[:, np.newaxis], stack_b[np.newaxis]),
+                (stack_a[:1], stack_b),
+                (stack_a[:0], b),
                 (a[:, :0], b[:0]),
             ]:
                 with pytest.raises(GeneralPath):
@@ -550,6 +601,13 @@ def test_a_plain_product_skips_the_general_paths_checks_with_its_result(monkeypa
         accumulate = np.float32 if dtype == np.float32 else np.float64
         check_close(plain, a, b, accumulate)
         check_close(strided, a[::2], b[:, ::3], accumulate)
+        # Each stack as the general path computes it, bit for bit, and the right shape.
+        for got, (x, y) in zip(stacks, [
+            (stack_a, b), (a, stack_b.reshape(1, 3, 29, 41)), (stack_a, stack_b)
+        ]):
+            assert got.shape == np.matmul(x, y).shape and got.dtype == dtype
+            np.testing.assert_array_equal(got, tilemm.matmul(x, y, alpha=1))
+            check_close(got, x, y, accumulate)
 
 
 def test_two_vectors_give_a_scalar_as_numpy_does(route):

@@ -106,14 +106,23 @@ def test_numpys_inplace_dtypes(dtype1, dtype2):
 
 @pytest.mark.parametrize("a_shape,b_shape", INPLACE.SHAPES.values(), ids=INPLACE.SHAPES)
 def test_numpys_inplace_shapes(a_shape, b_shape):
-    """TestMatmulInplace.test_shapes likewise: where the product's shape is not A's, writing it
-    into A is a ValueError, as ``a @= b`` raises."""
+    """TestMatmulInplace.test_shapes likewise, for ``np.matmul(a, b, out=a)`` (which ``a @= b``
+    is, but for its refusing a product of another shape than A's): where numpy's matmul refuses
+    to write the product into A, a ValueError; where it writes it, broadcast along loop
+    dimensions A adds in front (a vector into a matrix's rows, say), the same values."""
     a = np.arange(np.prod(a_shape)).reshape(a_shape).astype(np.float64)
     b = np.arange(np.prod(b_shape)).reshape(b_shape)
     ref = a @ b
     if ref.shape != a_shape:
-        with pytest.raises(ValueError):
-            tilemm.matmul(a, b, out=a)
+        want = a.copy()
+        try:
+            np.matmul(a.copy(), b, out=want)
+        except ValueError:
+            with pytest.raises(ValueError):
+                tilemm.matmul(a, b, out=a)
+            return
+        assert tilemm.matmul(a, b, out=a) is a
+        np.testing.assert_array_equal(a, want)
         return
     got = tilemm.matmul(a, b, out=a)
     assert got is a

@@ -234,7 +234,7 @@ def _scalar(name, value):
     that a real one gets real ones)."""
     try:
         value = complex(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ArgumentError(f"{name} must be a number, not {value!r}") from None
     if not (math.isfinite(value.real) and math.isfinite(value.imag)):
         raise ArgumentError(f"{name} must be finite, not {value}")
@@ -253,12 +253,10 @@ def _merged(x, batch):
     for (_, outer), (size, inner) in zip(steps, steps[1:]):
         if outer != inner * size:
             return None
-    return np.lib.stride_tricks.as_strided(
-        x,
-        shape=(math.prod(batch),) + core,
-        strides=(steps[-1][1] if steps else 0,) + x.strides[-2:],
-        writeable=x.flags.writeable,
-    )
+    # So numpy's reshape makes a view (a tenth of as_strided's time); a copy would leave C
+    # unwritten, so one is refused all the same.
+    merged = x.reshape((math.prod(batch),) + core)
+    return merged if np.may_share_memory(merged, x) else None
 
 
 #: Per thread, what the last call of :func:`matmul` did: ``route`` (where it ran),
@@ -338,7 +336,12 @@ def _into(result, out):
         return _returned(result, None)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-    if out.shape != result.shape:
+    try:
+        fits = np.broadcast_shapes(result.shape, out.shape) == out.shape
+    except ValueError:
+        fits = False
+    # Loop dimensions out= adds in front take the result broadcast, as numpy's.
+    if not fits or out.shape[out.ndim - result.ndim:] != result.shape:
         raise ShapeError(
             f"matmul: non-broadcastable output operand: out has shape {out.shape}, the result "
             f"{result.shape}"
@@ -435,25 +438,39 @@ _PLAIN = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _plain_product(a, b, alpha, beta, kernel, device):
-    """The commonest call, two matrices of the same native float32 or float64, none empty,
-    `alpha` 1 and `beta` 0, no `out`, `dtype` or `axes`, as the general path computes it (a
-    new C, one product): that path's checks cost tens of microseconds of Python a call, more
-    than a small product. Else None, and the general path takes the call."""
+    """The commonest calls: two matrices, or stacks of them (equal batch shapes, or one
+    operand a matrix, as in ``x @ w``), of the same native float32 or float64, none empty,
+    `alpha` 1 and `beta` 0, no `out`, `dtype` or `axes`, computed as the general path computes
+    them (a new C, the same `_batched` call): that path's checks cost tens of microseconds of
+    Python a call, more than a small product. Else None, and the general path takes the
+    call."""
     if not (
         alpha == 1.0
         and beta == 0.0
-        and a.ndim == 2
-        and b.ndim == 2
+        and a.ndim >= 2
+        and b.ndim >= 2
         and a.dtype == b.dtype
         and a.dtype in _PLAIN
     ):
         return None
-    (m, k), (k_b, n) = a.shape, b.shape
+    m, k = a.shape[-2:]
+    k_b, n = b.shape[-2:]
     if k != k_b or m == 0 or n == 0 or k == 0:
         return None
+    if a.ndim == 2 and b.ndim == 2:
+        batch = ()
+    else:
+        batch, other = (a.shape[:-2], b.shape[:-2]) if a.ndim >= b.ndim else (
+            b.shape[:-2], a.shape[:-2])
+        # Batches broadcast along some dimensions only, and empty ones, take the general path.
+        if (other and other != batch) or 0 in batch:
+            return None
+        nb = len(batch)
+        a = a.reshape((1,) * (nb + 2 - a.ndim) + a.shape)
+        b = b.reshape((1,) * (nb + 2 - b.ndim) + b.shape)
     _reset_last_call()
-    c = np.empty((m, n), dtype=a.dtype)
-    _batched(a, b, c, (), alpha, beta, kernel, _device(device))
+    c = np.empty(batch + (m, n), dtype=a.dtype)
+    _batched(a, b, c, batch, alpha, beta, kernel, _device(device))
     return c
 
 
@@ -504,6 +521,10 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
                 f"tilemm.matmul does not take masked arrays ({name} is one): it would compute "
                 "with the masked values; pass x.filled(0) to leave them out, or use np.ma.dot"
             )
+    subclassed = [x for x in (a, b) if type(x) is not np.ndarray and isinstance(x, np.ndarray)]
+    if subclassed:
+        return _subclassed_matmul(a, b, out, subclassed, alpha=alpha, beta=beta, kernel=kernel,
+                                  device=device, dtype=dtype, axes=axes)
     a = np.asarray(a)
     b = np.asarray(b)
     for operand, x in enumerate((a, b)):
@@ -568,6 +589,14 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
             batch = np.broadcast_shapes(batch, b2.shape[:-2])
         except ValueError as e:
             raise ShapeError(str(e)) from None
+    # numpy's out= may add loop dimensions in front: the inputs broadcast to them too.
+    core = 2 - a_vector - b_vector
+    if isinstance(out, np.ndarray) and out.ndim > len(batch) + core:
+        try:
+            if np.broadcast_shapes(batch, out.shape[:-core or None]) == out.shape[:-core or None]:
+                batch = out.shape[:-core or None]
+        except ValueError:
+            pass  # out's shape is refused below, as the result's is not its own
     full_shape = batch + (m, n)
     shape = full_shape
     if a_vector:
@@ -631,6 +660,26 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     if c is not result:
         result[...] = c
     return _returned(result, out)
+
+def _subclassed_matmul(a, b, out, subclassed, **options):
+    """numpy's matmul of ndarray subclasses (``np.matrix``, say): computed on their data, the
+    result wrapped as numpy wraps it, by the ``__array_wrap__`` of the input of the highest
+    ``__array_priority__`` (the first on a tie), unless ``out`` was given. A subclass with an
+    ``__array_ufunc__`` of its own (units, say) computes matmul its own way, which tilemm
+    cannot: refused, rather than returned without what it carries."""
+    for x in subclassed:
+        if type(x).__array_ufunc__ is not np.ndarray.__array_ufunc__:
+            raise DTypeError(
+                f"tilemm.matmul does not take {type(x).__module__}.{type(x).__name__}: it "
+                "defines its own __array_ufunc__, whose matmul tilemm cannot compute; pass "
+                "np.asarray(x) to multiply its values"
+            )
+    result = matmul(np.asarray(a), np.asarray(b), out, **options)
+    if out is not None or not isinstance(result, np.ndarray):
+        return result
+    wrapper = max(subclassed, key=lambda x: getattr(x, "__array_priority__", 0.0))
+    return wrapper.__array_wrap__(result)
+
 
 class register:
     """``with tilemm.register(a, b, c):`` registers numpy arrays with the device products run

@@ -231,7 +231,8 @@ class DeviceArray:
     # Back to the host
     def copy_to_host(self, ary=None, stream=0):
         """The array on the host: a new numpy array (C order), or written into ``ary`` (a
-        numpy array of its shape) and returned, as numba's ``copy_to_host``. Waits for the
+        numpy array of its shape, of a dtype the array casts to with ``same_kind``) and
+        returned, as numba's ``copy_to_host``. Waits for the
         products that write it; only the span of its elements is copied. ``stream`` is
         numba's, accepted and unused (tilemm's products are ordered on its own stream)."""
         self._check()
@@ -244,6 +245,12 @@ class DeviceArray:
                 )
             if not ary.flags.writeable:
                 raise tilemm.ArgumentError("copy_to_host: ary is read-only")
+            # numpy's rule for outputs: a float array never lands in integers or bools.
+            if not np.can_cast(self._dtype, ary.dtype, "same_kind"):
+                raise tilemm.DTypeError(
+                    f"copy_to_host: cannot cast the device array's {self._dtype} into ary's "
+                    f"{ary.dtype} with casting rule 'same_kind'"
+                )
         span = _span(self._shape, self._strides)
         if span == 0:
             host = np.empty(self._shape, dtype=self._dtype)
