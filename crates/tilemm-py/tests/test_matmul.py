@@ -294,6 +294,36 @@ def test_bool_products_are_or_of_ands_and_mixed_types_promote(route):
         assert type(got) is np.bool_ and got == np.matmul(np.ones(3, bool), y)
 
 
+def test_broadcast_integer_and_bool_operands_are_cast_once_not_copied_whole():
+    # np.broadcast_to views of a few values over long K: the exact paths cast the values, not
+    # the views spelled out (a bool product over K = 2³¹ once asked for 32 GiB), and the
+    # product reads the broadcast in place.
+    import tracemalloc
+
+    k = 2**22
+    rng = np.random.default_rng(8)
+    row = rng.integers(-3, 4, (3, 1), dtype=np.int16)
+    cases = [
+        (np.broadcast_to(True, (2, k)), np.broadcast_to(rng.random((k, 1)) < 0.5, (k, 2))),
+        (np.broadcast_to(row, (3, k)), np.broadcast_to(np.int16(-2), (k, 4))),
+        # Values whose sums overflow: the digit products.
+        (np.broadcast_to(np.int64(2**40 + 3), (2, k)), np.broadcast_to(np.int64(3**25), (k, 3))),
+    ]
+    for a, b in cases:
+        with np.errstate(over="ignore"):
+            want = np.matmul(a.copy(), b.copy())
+        tracemalloc.start()
+        got = tilemm.matmul(a, b, device="cpu")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        # Either operand spelled out would be 24 MiB or more; the first case's column of B,
+        # which is not a broadcast, is 16 MiB in float32.
+        bound = (40 if b.strides[0] else 4) << 20
+        assert peak < bound, (a.dtype, peak)
+
+
 def test_dtype_and_axes_are_numpys(route):
     rng = np.random.default_rng(31)
     a = rng.integers(-4, 5, (2, 3, 4)).astype(np.float64)

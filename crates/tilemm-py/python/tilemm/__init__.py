@@ -369,17 +369,23 @@ def _exact_integer_product(a, b, result_dtype, kernel, device):
     """
     mm = lambda x, y: matmul(x, y, kernel=kernel, device=device)  # noqa: E731
     k = a.shape[-1] if a.ndim else 1
+    # Each elementwise step on the operands without their broadcast axes (a broadcast_to view
+    # is cast once, not copied whole), broadcast again for the product, which reads it in
+    # place.
+    shape_a, shape_b = a.shape, b.shape
+    a, b = _compact(a), _compact(b)
+    spread = lambda x, y: (np.broadcast_to(x, shape_a), np.broadcast_to(y, shape_b))  # noqa: E731
     if result_dtype == np.bool_:
         real = np.float32 if k < 2**24 else np.float64
-        return mm(a.astype(real), b.astype(real)) > 0
+        return mm(*spread(a.astype(real), b.astype(real))) > 0
     a, b = a.astype(result_dtype), b.astype(result_dtype)
     if a.size == 0 or b.size == 0 or k == 0:
-        return mm(a.astype(np.float64), b.astype(np.float64)).astype(result_dtype)
+        return mm(*spread(a.astype(np.float64), b.astype(np.float64))).astype(result_dtype)
     # Magnitudes as float64 (rounded up by at most a unit in the last place: the margin below
     # is a factor 2).
     biggest = lambda x: float(np.max(np.abs(x.astype(np.float64))))  # noqa: E731
     if biggest(a) * biggest(b) * k < 2.0**52:
-        exact = mm(a.astype(np.float64), b.astype(np.float64))
+        exact = mm(*spread(a.astype(np.float64), b.astype(np.float64)))
         wide = np.uint64 if result_dtype.kind == "u" else np.int64
         return np.asarray(exact).astype(wide).astype(result_dtype)
     bits = 8 * result_dtype.itemsize
@@ -393,9 +399,19 @@ def _exact_integer_product(a, b, result_dtype, kernel, device):
         for i in range(digits):
             di = digit(au, i)
             for j in range(digits - i):
-                part = np.asarray(mm(di, digit(bu, j))).astype(np.uint64) << np.uint64(w * (i + j))
+                part = mm(*spread(di, digit(bu, j)))
+                part = np.asarray(part).astype(np.uint64) << np.uint64(w * (i + j))
                 total = part if total is None else total + part
     return total.astype(result_dtype)
+
+
+def _compact(x):
+    """`x` without the broadcast axes (stride 0, more than one long) spelled out: each taken
+    at length 1, so that ``np.broadcast_to(_compact(x), x.shape)`` is `x`."""
+    if 0 not in x.strides or x.size == 0:
+        return x
+    return x[tuple(slice(0, 1) if stride == 0 and size > 1 else slice(None)
+                   for size, stride in zip(x.shape, x.strides))]
 
 
 def _with_axes(a, b, out, axes, call):
