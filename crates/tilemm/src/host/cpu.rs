@@ -823,6 +823,15 @@ mod tests {
         batch_as_rows(&whole).0 == 1
     }
 
+    /// [`batch_against_entries`] in f64 and in f32: whether the batch was folded into rows
+    /// (the same in both).
+    fn in_both(shape: (usize, usize, usize, usize), batch_b: bool, trans_a: bool) -> bool {
+        let folded = batch_against_entries::<f64>(DType::F64, shape, batch_b, trans_a);
+        let folded_f32 = batch_against_entries::<f32>(DType::F32, shape, batch_b, trans_a);
+        assert_eq!(folded, folded_f32, "{shape:?}");
+        folded
+    }
+
     #[test]
     fn a_batch_over_one_b_is_one_product_of_its_rows_with_each_entrys_bits() {
         for shape in [
@@ -832,33 +841,12 @@ mod tests {
             (2, 600, 3, 4),
             (17, 3, 130, 40),
         ] {
-            assert!(batch_against_entries::<f64>(
-                DType::F64,
-                shape,
-                false,
-                false
-            ));
-            assert!(batch_against_entries::<f32>(
-                DType::F32,
-                shape,
-                false,
-                false
-            ));
+            assert!(in_both(shape, false, false), "{shape:?}");
         }
-        // A's entries stored transposed do not go on from each other's rows: entry by entry.
-        assert!(!batch_against_entries::<f64>(
-            DType::F64,
-            (20, 30, 10, 5),
-            false,
-            true
-        ));
-        // Nor with a B per entry.
-        assert!(!batch_against_entries::<f64>(
-            DType::F64,
-            (20, 30, 10, 5),
-            true,
-            false
-        ));
+        // A's entries stored transposed do not go on from each other's rows, and a B per
+        // entry is not one B: entry by entry.
+        assert!(!in_both((20, 30, 10, 5), false, true));
+        assert!(!in_both((20, 30, 10, 5), true, false));
     }
 
     #[test]
@@ -868,25 +856,10 @@ mod tests {
         let (m, k, n, batch) = (12, 12, 12, 400);
         assert!(m * k * n < gemm::get_threading_threshold());
         assert!(m * k * n * batch >= gemm::get_threading_threshold());
-        assert!(!batch_against_entries::<f64>(
-            DType::F64,
-            (m, k, n, batch),
-            true,
-            false
-        ));
-        assert!(!batch_against_entries::<f32>(
-            DType::F32,
-            (m, k, n, batch),
-            true,
-            true
-        ));
+        assert!(!in_both((m, k, n, batch), true, false));
+        assert!(!in_both((m, k, n, batch), true, true));
         // Entries past the threshold, each on the crate's threads.
-        assert!(!batch_against_entries::<f32>(
-            DType::F32,
-            (100, 90, 80, 3),
-            true,
-            false
-        ));
+        assert!(!in_both((100, 90, 80, 3), true, false));
     }
 
     fn reproducible<T: Element + gemm_element::GemmElement>(dtype: DType) {
