@@ -131,6 +131,9 @@ def test_refusals_are_tilemm_errors():
         tilemm.matmul(a, tilemm.to_device(np.ones((3, 2), np.float64)))
     with pytest.raises(tilemm.ShapeError, match="mismatch in its core dimension"):
         tilemm.matmul(a, a)
+    for option in ({"order": "F"}, {"casting": "unsafe"}):
+        with pytest.raises(tilemm.ArgumentError, match="not supported with device arrays"):
+            tilemm.matmul(a, a.T, **option)
     with pytest.raises(tilemm.ArgumentError, match="positive step"):
         a[::-1]
     with pytest.raises(tilemm.ArgumentError, match="but the device arrays are on"):

@@ -324,6 +324,64 @@ def test_broadcast_integer_and_bool_operands_are_cast_once_not_copied_whole():
         assert peak < bound, (a.dtype, peak)
 
 
+def _casting_and_order_cases():
+    rng = np.random.default_rng(41)
+    a = rng.integers(-3, 4, (3, 4)).astype(np.float64)
+    b = rng.integers(-3, 4, (4, 5)).astype(np.float64)
+    a3 = rng.integers(-3, 4, (2, 3, 4)).astype(np.float64)
+    af, bf, a32 = np.asfortranarray(a), np.asfortranarray(b), a.astype(np.float32)
+    ints = a.astype(np.int64), b.astype(np.int64)
+    return {
+        "order C": ((a, b), {"order": "C"}),
+        "order F": ((a, b), {"order": "F"}),
+        "order F, a stack": ((a3, b), {"order": "F"}),
+        "order F, integers": ((a.astype(np.int32), b.astype(np.int32)), {"order": "F"}),
+        "order A, both Fortran": ((af, bf), {"order": "A"}),
+        "order A, one Fortran": ((af, b), {"order": "A"}),
+        "order K, both Fortran": ((af, bf), {"order": "K"}),
+        "casting no, one type": ((a, b), {"casting": "no"}),
+        "casting no, float32 promoted": ((a32, b), {"casting": "no"}),
+        "casting equiv, float32 promoted": ((a32, b), {"casting": "equiv"}),
+        "casting safe, float32 promoted": ((a32, b), {"casting": "safe"}),
+        "dtype int32, unsafe": ((a, b), {"dtype": np.int32, "casting": "unsafe"}),
+        "out int32, unsafe": ((a, b), {"out": (3, 5, np.int32), "casting": "unsafe"}),
+        "out float32, safe": ((a, b), {"out": (3, 5, np.float32), "casting": "safe"}),
+        "integers out int8, unsafe": (ints, {"out": (3, 5, np.int8), "casting": "unsafe"}),
+        "integers out float32, safe": (ints, {"out": (3, 5, np.float32), "casting": "safe"}),
+        # np.matrix made in the test, where its deprecation warning is filtered.
+        "subok False": ((a, b), {"subok": False, "matrix": True}),
+        "casting unknown": ((a, b), {"casting": "weird"}),
+        "order unknown": ((a, b), {"order": "Z"}),
+    }
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("case", list(_casting_and_order_cases()))
+def test_casting_order_and_subok_are_numpys(route, case):
+    (a, b), options = _casting_and_order_cases()[case]
+    if options.pop("matrix", False):
+        a, b = np.matrix(a), np.matrix(b)
+
+    def call(module):
+        kwargs = dict(options)
+        if "out" in kwargs:
+            m, n, dtype = kwargs["out"]
+            kwargs["out"] = np.zeros((m, n), dtype)
+        return module.matmul(a, b, **kwargs, **(route if module is tilemm else {}))
+
+    try:
+        want = call(np)
+    except (TypeError, ValueError) as e:
+        # numpy's refusal, as tilemm's class of the same numpy base.
+        with pytest.raises(TypeError if isinstance(e, TypeError) else ValueError) as got:
+            call(tilemm)
+        assert isinstance(got.value, tilemm.TilemmError)
+        return
+    got = call(tilemm)
+    assert type(got) is type(want) and got.dtype == want.dtype and got.strides == want.strides
+    np.testing.assert_array_equal(got, want)
+
+
 def test_dtype_and_axes_are_numpys(route):
     rng = np.random.default_rng(31)
     a = rng.integers(-4, 5, (2, 3, 4)).astype(np.float64)

@@ -329,9 +329,21 @@ def _returned(result, out):
     return result[()] if out is None and result.ndim == 0 else result
 
 
-def _into(result, out):
-    """`result` as matmul returns it, written into `out` where it was given (numpy's casting
-    rule: same_kind)."""
+#: numpy's casting rules, in its order.
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _fortran(order, a, b):
+    """Whether a new result of `order` (numpy's: K, A, C or F) is laid out in Fortran order:
+    F, or A with both inputs so (K keeps C, as numpy's matmul gives it)."""
+    return order == "F" or (
+        order == "A" and np.isfortran(a) and np.isfortran(b)
+    )
+
+
+def _into(result, out, casting="same_kind"):
+    """`result` as matmul returns it, written into `out` where it was given (under numpy's
+    casting rule `casting`)."""
     if out is None:
         return _returned(result, None)
     if not isinstance(out, np.ndarray):
@@ -346,10 +358,10 @@ def _into(result, out):
             f"matmul: non-broadcastable output operand: out has shape {out.shape}, the result "
             f"{result.shape}"
         )
-    if not np.can_cast(result.dtype, out.dtype, "same_kind"):
+    if not np.can_cast(result.dtype, out.dtype, casting):
         raise DTypeError(
             f"Cannot cast ufunc 'matmul' output from {result.dtype!r} to {out.dtype!r} "
-            "with casting rule 'same_kind'"
+            f"with casting rule {casting!r}"
         )
     if not out.flags.writeable:
         raise ArgumentError("out is read-only")
@@ -491,7 +503,7 @@ def _plain_product(a, b, alpha, beta, kernel, device):
 
 
 def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, dtype=None,
-           axes=None):
+           axes=None, casting="same_kind", order="K", subok=True):
     """``numpy.matmul(a, b, out=out)`` computed by tilemm, scaled as a GEMM:
     ``out = alpha * a @ b + beta * out`` (``alpha`` and ``beta`` complex for a complex product).
 
@@ -504,9 +516,12 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     needs it. ``kernel`` is ``"auto"`` (the tuner's verified choice) or a rung such as
     ``"tiled"`` or ``"warptile:bm=64"``; ``device`` is ``None`` (the device the environment
     variable ``TILEMM_DEVICE`` names, else the fastest route), a backend name (``"cpu"``,
-    ``"wgpu"``, ``"cuda:1"``) or a :class:`Device`. ``dtype`` and ``axes`` are numpy's: the
-    inputs cast to ``dtype`` (``same_kind``) and the product computed in it; the core axes of
-    A, B and the result. The GIL is released while the device works.
+    ``"wgpu"``, ``"cuda:1"``) or a :class:`Device`. ``dtype``, ``axes``, ``casting``,
+    ``order`` and ``subok`` are numpy's: the inputs cast to ``dtype`` and the product computed
+    in it; the core axes of A, B and the result; the rule every cast of an input or of the
+    result into ``out`` follows; the new result's memory order (``"C"``, ``"F"``, ``"A"``: F
+    where both inputs are, or ``"K"``: C); whether a subclass input's type wraps the result.
+    The GIL is released while the device works.
     """
     if (
         type(a) is np.ndarray
@@ -514,6 +529,8 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         and out is None
         and dtype is None
         and axes is None
+        and casting == "same_kind"
+        and order == "K"
         and type(alpha) is float
         and type(beta) is float
         and type(kernel) is str
@@ -529,7 +546,16 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
                 f"of {len(out)}"
             )
         (out,) = out
+    if casting not in _CASTINGS:
+        raise ArgumentError(f"casting must be one of {', '.join(_CASTINGS)}, not {casting!r}")
+    if order not in ("K", "A", "C", "F"):
+        raise ArgumentError(f"order must be 'K', 'A', 'C' or 'F', not {order!r}")
     if any(_on_device(x) for x in (a, b, out)):
+        if (casting, order) != ("same_kind", "K"):
+            raise ArgumentError(
+                "casting= and order= are not supported with device arrays (their layout and "
+                "types are the device's)"
+            )
         return _device_matmul(a, b, out, alpha, beta, kernel, device, dtype, axes)
     for name, x in (("a", a), ("b", b), ("out", out)):
         if x is not None and type(x) is not np.ndarray and isinstance(x, np.ma.MaskedArray):
@@ -539,8 +565,11 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
             )
     subclassed = [x for x in (a, b) if type(x) is not np.ndarray and isinstance(x, np.ndarray)]
     if subclassed:
-        return _subclassed_matmul(a, b, out, subclassed, alpha=alpha, beta=beta, kernel=kernel,
-                                  device=device, dtype=dtype, axes=axes)
+        options = dict(alpha=alpha, beta=beta, kernel=kernel, device=device, dtype=dtype,
+                       axes=axes, casting=casting, order=order)
+        if not subok:
+            return matmul(np.asarray(a), np.asarray(b), out, **options)
+        return _subclassed_matmul(a, b, out, subclassed, **options)
     a = np.asarray(a)
     b = np.asarray(b)
     for operand, x in enumerate((a, b)):
@@ -550,7 +579,8 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         return _with_axes(
             a, b, out, axes,
             lambda a, b, out: matmul(
-                a, b, out, alpha=alpha, beta=beta, kernel=kernel, device=device, dtype=dtype
+                a, b, out, alpha=alpha, beta=beta, kernel=kernel, device=device, dtype=dtype,
+                casting=casting, order=order,
             ),
         )
     if dtype is not None:
@@ -561,10 +591,10 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         except TypeError as e:
             raise DTypeError(f"dtype: {e}") from None
         for i, x in enumerate((a, b)):
-            if not np.can_cast(x.dtype, dtype, "same_kind"):
+            if not np.can_cast(x.dtype, dtype, casting):
                 raise DTypeError(
                     f"Cannot cast ufunc 'matmul' input {i} from {x.dtype!r} to {dtype!r} with "
-                    "casting rule 'same_kind'"
+                    f"casting rule {casting!r}"
                 )
         a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     alpha = _scalar("alpha", alpha)
@@ -573,6 +603,14 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         raise ArgumentError(f"kernel must be a string such as 'auto' or 'tiled', not {kernel!r}")
     _reset_last_call()
     result_dtype, input_dtype = _result_dtype(a, b)
+    if casting in ("no", "equiv"):
+        # numpy's loop runs in the promoted type: an input of another one is cast to it.
+        for i, x in enumerate((a, b)):
+            if not np.can_cast(x.dtype, result_dtype, casting):
+                raise DTypeError(
+                    f"Cannot cast ufunc 'matmul' input {i} from {x.dtype!r} to "
+                    f"{result_dtype!r} with casting rule {casting!r}"
+                )
     if result_dtype.kind != "c":
         for name, value in (("alpha", alpha), ("beta", beta)):
             if value.imag != 0:
@@ -588,7 +626,9 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
                 "numpy's matmul (alpha=1, beta=0)"
             )
         product = _exact_integer_product(a, b, result_dtype, kernel, device)
-        return _into(product, out)
+        if out is None and _fortran(order, a, b):
+            product = np.asfortranarray(product)
+        return _into(product, out, casting)
     # The kernels read and write the machine's byte order.
     result_dtype, input_dtype = (d.newbyteorder("=") for d in (result_dtype, input_dtype))
     device = _device(device)
@@ -623,7 +663,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     if out is None:
         if beta != 0.0:
             raise ArgumentError("beta ≠ 0 scales out=, which was not given")
-        result = np.empty(shape, dtype=result_dtype)
+        result = np.empty(shape, dtype=result_dtype, order="F" if _fortran(order, a, b) else "C")
     else:
         if not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
@@ -636,10 +676,10 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
                 f"matmul: non-broadcastable output operand: out has shape {out.shape}, the "
                 f"result {shape}"
             )
-        if not np.can_cast(result_dtype, out.dtype, "same_kind"):
+        if not np.can_cast(result_dtype, out.dtype, casting):
             raise DTypeError(
                 f"Cannot cast ufunc 'matmul' output from {result_dtype!r} to {out.dtype!r} "
-                "with casting rule 'same_kind'"
+                f"with casting rule {casting!r}"
             )
         if not out.flags.writeable:
             raise ArgumentError("out is read-only")

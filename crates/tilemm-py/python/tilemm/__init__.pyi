@@ -89,6 +89,9 @@ def matmul(
     device: DeviceLike = None,
     dtype: npt.DTypeLike | None = None,
     axes: list[tuple[int, ...]] | None = None,
+    casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "same_kind",
+    order: Literal["K", "A", "C", "F"] = "K",
+    subok: bool = True,
 ) -> Any: ...
 
 class register:
