@@ -298,7 +298,16 @@ fn batch_as_rows(problem: &Problem) -> (usize, usize, MatrixDesc, MatrixDesc) {
     let (m, batch) = (problem.m, problem.batch);
     // A matrix of one row is stepped along only by its batch stride.
     let continues = |d: &MatrixDesc| m == 1 || m.checked_mul(d.row_stride) == Some(d.batch_stride);
-    if batch > 1 && problem.b.batch_stride == 0 && continues(&problem.a) && continues(&problem.c) {
+    // Blocks of one column or of K under 3 go through padded copies, column by column: a
+    // block of the whole stack's rows would be a copy as tall as A (3× slower at 50 × 1000
+    // rows than the entries one by one), so such a batch stays entries.
+    let whole_blocks = problem.n >= MIN_SIDE && problem.k >= MIN_DEPTH;
+    if batch > 1
+        && whole_blocks
+        && problem.b.batch_stride == 0
+        && continues(&problem.a)
+        && continues(&problem.c)
+    {
         let rows = |d: &MatrixDesc| MatrixDesc {
             rows: m * batch,
             row_stride: if m == 1 { d.batch_stride } else { d.row_stride },
@@ -843,10 +852,13 @@ mod tests {
         ] {
             assert!(in_both(shape, false, false), "{shape:?}");
         }
-        // A's entries stored transposed do not go on from each other's rows, and a B per
-        // entry is not one B: entry by entry.
+        // A's entries stored transposed do not go on from each other's rows, a B per entry
+        // is not one B, and blocks of one column or of K under 3 are computed in padded
+        // copies, which a stack's rows would make as tall as A: entry by entry.
         assert!(!in_both((20, 30, 10, 5), false, true));
         assert!(!in_both((20, 30, 10, 5), true, false));
+        assert!(!in_both((20, 30, 1, 5), false, false));
+        assert!(!in_both((20, 2, 10, 5), false, false));
     }
 
     #[test]
