@@ -339,6 +339,10 @@ def _casting_and_order_cases():
         "order A, both Fortran": ((af, bf), {"order": "A"}),
         "order A, one Fortran": ((af, b), {"order": "A"}),
         "order K, both Fortran": ((af, bf), {"order": "K"}),
+        # A column is F-contiguous and C-contiguous at once: numpy's A counts it Fortran.
+        "order A, Fortran and a column": ((af, b[:, :1].copy()), {"order": "A"}),
+        "order a, lower case": ((af, bf), {"order": "a"}),
+        "order None": ((af, bf), {"order": None}),
         "casting no, one type": ((a, b), {"casting": "no"}),
         "casting no, float32 promoted": ((a32, b), {"casting": "no"}),
         "casting equiv, float32 promoted": ((a32, b), {"casting": "equiv"}),
@@ -461,10 +465,11 @@ def test_alpha_and_beta_follow_the_gemm_contract(route):
 @pytest.mark.parametrize(
     "sa,sb,so",
     [((3, 4), (4, 6), (2, 3, 6)), ((2, 3, 4), (4, 6), (5, 2, 3, 6)), ((4,), (4, 6), (2, 6)),
-     ((4,), (4,), (3,))],
+     ((4,), (4,), (3,)), ((2, 1, 2, 3), (3, 4), (2, 5, 2, 4)), ((1, 4, 3), (3, 5), (2, 3, 4, 5))],
 )
 def test_out_with_loop_dimensions_in_front_takes_the_result_broadcast(route, dtype, sa, sb, so):
-    # numpy's ufunc rule: out= may add loop dimensions, over which the inputs broadcast.
+    # numpy's ufunc rule: out= may add loop dimensions, or have longer ones where the inputs'
+    # are 1, over which the inputs broadcast.
     rng = np.random.default_rng(len(so))
     a = integers(sa, np.float64, rng).astype(dtype)
     b = integers(sb, np.float64, rng).astype(dtype)
@@ -490,6 +495,26 @@ def test_matrices_come_back_as_numpy_returns_them(route):
         np.testing.assert_array_equal(got, want)
     out = np.zeros((2, 2))
     assert tilemm.matmul(m, n, out=out, **route) is out
+    # A matrix as out= is written and returned.
+    out = np.matrix(np.zeros((2, 2)))
+    assert tilemm.matmul(m, n, out=out, **route) is out
+    np.testing.assert_array_equal(out, np.matmul(m, n))
+
+
+class Plain(np.ndarray):
+    """A subclass with numpy's own ufuncs."""
+
+
+def test_a_subclass_wraps_a_scalar_result_too_and_own_ufuncs_are_refused_anyway(route):
+    v = np.arange(3.0).view(Plain)
+    got, want = tilemm.matmul(v, v, **route), np.matmul(v, v)
+    assert type(got) is type(want) is Plain and got.shape == () and got == want
+    # An __array_ufunc__ of its own is the subclass's matmul whatever subok says, and as out=.
+    own = np.ones((2, 2)).view(OwnUfuncs)
+    for call in (lambda: tilemm.matmul(own, np.ones((2, 2)), subok=False, **route),
+                 lambda: tilemm.matmul(np.ones((2, 2)), np.ones((2, 2)), out=own, **route)):
+        with pytest.raises(tilemm.DTypeError, match="__array_ufunc__"):
+            call()
 
 
 def test_empty_products_are_numpys(route):

@@ -335,25 +335,31 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 def _fortran(order, a, b):
     """Whether a new result of `order` (numpy's: K, A, C or F) is laid out in Fortran order:
-    F, or A with both inputs so (K keeps C, as numpy's matmul gives it)."""
-    return order == "F" or (
-        order == "A" and np.isfortran(a) and np.isfortran(b)
-    )
+    F, or A with both inputs F-contiguous (K keeps C, as numpy's matmul gives it)."""
+    return order == "F" or (order == "A" and a.flags.f_contiguous and b.flags.f_contiguous)
 
 
-def _into(result, out, casting="same_kind"):
-    """`result` as matmul returns it, written into `out` where it was given (under numpy's
-    casting rule `casting`)."""
+def _broadcasts_to(shape, target):
+    """Whether `shape` broadcasts to `target` (numpy's rule)."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
+def _into(result, out, casting="same_kind", core=2):
+    """`result` (its last `core` dimensions the product's own) as matmul returns it, written
+    into `out` where it was given (under numpy's casting rule `casting`)."""
     if out is None:
         return _returned(result, None)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-    try:
-        fits = np.broadcast_shapes(result.shape, out.shape) == out.shape
-    except ValueError:
-        fits = False
-    # Loop dimensions out= adds in front take the result broadcast, as numpy's.
-    if not fits or out.shape[out.ndim - result.ndim:] != result.shape:
+    # Loop dimensions of out= that the result's broadcast to take it broadcast, as numpy's;
+    # the core dimensions are the result's own.
+    loops = result.ndim - core
+    if out.ndim < core or out.shape[out.ndim - core:] != result.shape[loops:] or not (
+        _broadcasts_to(result.shape[:loops], out.shape[:out.ndim - core])
+    ):
         raise ShapeError(
             f"matmul: non-broadcastable output operand: out has shape {out.shape}, the result "
             f"{result.shape}"
@@ -548,8 +554,11 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         (out,) = out
     if casting not in _CASTINGS:
         raise ArgumentError(f"casting must be one of {', '.join(_CASTINGS)}, not {casting!r}")
-    if order not in ("K", "A", "C", "F"):
+    if order is None:
+        order = "K"
+    if not isinstance(order, str) or order.upper() not in ("K", "A", "C", "F"):
         raise ArgumentError(f"order must be 'K', 'A', 'C' or 'F', not {order!r}")
+    order = order.upper()
     if any(_on_device(x) for x in (a, b, out)):
         if (casting, order) != ("same_kind", "K"):
             raise ArgumentError(
@@ -563,13 +572,13 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
                 f"tilemm.matmul does not take masked arrays ({name} is one): it would compute "
                 "with the masked values; pass x.filled(0) to leave them out, or use np.ma.dot"
             )
-    subclassed = [x for x in (a, b) if type(x) is not np.ndarray and isinstance(x, np.ndarray)]
+    subclassed = [
+        x for x in (a, b, out) if type(x) is not np.ndarray and isinstance(x, np.ndarray)
+    ]
     if subclassed:
-        options = dict(alpha=alpha, beta=beta, kernel=kernel, device=device, dtype=dtype,
-                       axes=axes, casting=casting, order=order)
-        if not subok:
-            return matmul(np.asarray(a), np.asarray(b), out, **options)
-        return _subclassed_matmul(a, b, out, subclassed, **options)
+        return _subclassed_matmul(a, b, out, subok, alpha=alpha, beta=beta, kernel=kernel,
+                                  device=device, dtype=dtype, axes=axes, casting=casting,
+                                  order=order)
     a = np.asarray(a)
     b = np.asarray(b)
     for operand, x in enumerate((a, b)):
@@ -628,7 +637,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         product = _exact_integer_product(a, b, result_dtype, kernel, device)
         if out is None and _fortran(order, a, b):
             product = np.asfortranarray(product)
-        return _into(product, out, casting)
+        return _into(product, out, casting, 2 - (a.ndim == 1) - (b.ndim == 1))
     # The kernels read and write the machine's byte order.
     result_dtype, input_dtype = (d.newbyteorder("=") for d in (result_dtype, input_dtype))
     device = _device(device)
@@ -645,14 +654,13 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
             batch = np.broadcast_shapes(batch, b2.shape[:-2])
         except ValueError as e:
             raise ShapeError(str(e)) from None
-    # numpy's out= may add loop dimensions in front: the inputs broadcast to them too.
+    # numpy's out= may have loop dimensions the inputs' batch broadcasts to (more of them, or
+    # longer where the inputs' are 1): the inputs broadcast to them too.
     core = 2 - a_vector - b_vector
-    if isinstance(out, np.ndarray) and out.ndim > len(batch) + core:
-        try:
-            if np.broadcast_shapes(batch, out.shape[:-core or None]) == out.shape[:-core or None]:
-                batch = out.shape[:-core or None]
-        except ValueError:
-            pass  # out's shape is refused below, as the result's is not its own
+    if isinstance(out, np.ndarray) and out.ndim >= core:
+        loops = out.shape[:out.ndim - core]
+        if loops != batch and _broadcasts_to(batch, loops):
+            batch = loops
     full_shape = batch + (m, n)
     shape = full_shape
     if a_vector:
@@ -717,24 +725,30 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
         result[...] = c
     return _returned(result, out)
 
-def _subclassed_matmul(a, b, out, subclassed, **options):
-    """numpy's matmul of ndarray subclasses (``np.matrix``, say): computed on their data, the
+def _subclassed_matmul(a, b, out, subok, **options):
+    """numpy's matmul where an operand or ``out`` is an ndarray subclass (``np.matrix``, say):
+    computed on their data (``out`` written through a plain view of it, and returned); a new
     result wrapped as numpy wraps it, by the ``__array_wrap__`` of the input of the highest
-    ``__array_priority__`` (the first on a tie), unless ``out`` was given. A subclass with an
-    ``__array_ufunc__`` of its own (units, say) computes matmul its own way, which tilemm
-    cannot: refused, rather than returned without what it carries."""
-    for x in subclassed:
-        if type(x).__array_ufunc__ is not np.ndarray.__array_ufunc__:
+    ``__array_priority__`` (the first on a tie; a 0-d result too), unless ``subok`` is false.
+    A subclass with an ``__array_ufunc__`` of its own (units, say) computes matmul its own way,
+    whatever ``subok`` says, which tilemm cannot: refused, rather than returned without what it
+    carries."""
+    for x in (a, b, out):
+        if isinstance(x, np.ndarray) and type(x).__array_ufunc__ is not np.ndarray.__array_ufunc__:
             raise DTypeError(
                 f"tilemm.matmul does not take {type(x).__module__}.{type(x).__name__}: it "
                 "defines its own __array_ufunc__, whose matmul tilemm cannot compute; pass "
                 "np.asarray(x) to multiply its values"
             )
-    result = matmul(np.asarray(a), np.asarray(b), out, **options)
-    if out is not None or not isinstance(result, np.ndarray):
+    plain_out = out.view(np.ndarray) if isinstance(out, np.ndarray) else out
+    result = matmul(np.asarray(a), np.asarray(b), plain_out, **options)
+    if out is not None:
+        return out
+    inputs = [x for x in (a, b) if type(x) is not np.ndarray and isinstance(x, np.ndarray)]
+    if not subok or not inputs:
         return result
-    wrapper = max(subclassed, key=lambda x: getattr(x, "__array_priority__", 0.0))
-    return wrapper.__array_wrap__(result)
+    wrapper = max(inputs, key=lambda x: getattr(x, "__array_priority__", 0.0))
+    return wrapper.__array_wrap__(np.asarray(result))
 
 
 class register:
