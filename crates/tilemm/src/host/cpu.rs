@@ -763,8 +763,6 @@ mod tests {
         .unwrap();
     }
 
-    /// A product's entries, bit for bit, against the same rows and columns computed inside
-    /// products of other shapes, offsets, layouts and thread counts.
     /// A batched product's entries against the same entries computed one at a time, bit for
     /// bit: A, B (`batch_b`: one per entry, else one for all) and C row-major per entry, A
     /// stored transposed where `trans_a`. Returns whether the batch was folded into rows.
@@ -874,6 +872,8 @@ mod tests {
         assert!(!in_both((100, 90, 80, 3), true, false));
     }
 
+    /// A product's entries, bit for bit, against the same rows and columns computed inside
+    /// products of other shapes, offsets, layouts and thread counts.
     fn reproducible<T: Element + gemm_element::GemmElement>(dtype: DType) {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
