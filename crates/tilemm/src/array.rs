@@ -402,6 +402,29 @@ impl<'s> Gemm<'s> {
         let c_desc = cpu_desc(&c.view());
         let lent_problem =
             Problem::general(dims, cpu_desc(&a), cpu_desc(&b), c_desc, scalars, precision)?;
+        // numpy's stacked `x @ w` is one product of all the stack's rows, on every route: the
+        // same elements, one launch of whole tiles on a GPU where entries of few rows would
+        // fill a sliver of each, B packed once on the CPU (whose own rule says when).
+        let (rows_batch, rows, rows_a, rows_c) = crate::host::cpu::batch_as_rows(&lent_problem);
+        if batch > 1 && rows_batch == 1 && described(&a).is_some() && c_lent.is_some() {
+            let (ra, ca) = (rows_a.row_stride, rows_a.col_stride);
+            let (rc, cc) = (rows_c.row_stride, rows_c.col_stride);
+            // SAFETY: the same elements as `a` and `c` (described from their first ones,
+            // non-negative strides), each entry's rows going on from the last's; C's are
+            // distinct (validated above), and `c` stays borrowed while the new view lives.
+            let (rows_a, rows_c) = unsafe {
+                (
+                    ArrayView3::from_shape_ptr((1, rows, k).strides((0, ra, ca)), a.as_ptr()),
+                    ArrayViewMut3::from_shape_ptr(
+                        (1, rows, n).strides((0, rc, cc)),
+                        c.as_mut_ptr(),
+                    ),
+                )
+            };
+            // B is one matrix for every entry: its first (a broadcast view may repeat it).
+            let b = b.slice_axis(Axis(0), (0..1).into());
+            return self.write_batched_until(rows_a, b, rows_c, stop);
+        }
         let mut problem = lent_problem;
         let mut resolved = self.resolve()?;
         // The fastest route falls back to the CPU where the GPU cannot compute the precision.

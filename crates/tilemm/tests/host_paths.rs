@@ -211,9 +211,21 @@ fn batches_broadcast_and_strided_batches_are_exact_on_every_route() {
         for (a_name, a_view) in [("contiguous", a.view()), ("every other matrix", a_steps)] {
             let mut c = Array3::from_elem((batch, m, n), 1.0f32);
             let c_view: ArrayViewMut3<f32> = c.view_mut();
-            gemm.beta(0.5)
+            let run = gemm
+                .beta(0.5)
                 .write_batched(a_view, b1, c_view)
                 .unwrap_or_else(|e| panic!("{route}: A {a_name}: {e}"));
+            // A contiguous stack over one B (numpy's `x @ w`) runs as one product of all its
+            // rows; every other matrix of a larger batch does not go on from the last's rows.
+            if let Some(schedule) = run.schedule {
+                let folded = a_name == "contiguous";
+                let want = if folded { (1, batch * m) } else { (batch, m) };
+                assert_eq!(
+                    (schedule.problem.batch(), schedule.problem.m()),
+                    want,
+                    "{route}: A {a_name}"
+                );
+            }
             for e in 0..batch {
                 let want = wide(a.index_axis(Axis(0), e)).dot(&wide(b.view())) + 0.5;
                 assert_eq!(

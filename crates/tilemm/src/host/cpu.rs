@@ -294,7 +294,7 @@ struct Strided<T> {
 /// On this route an entry depends on its row, column and K alone, so the bits are the same;
 /// one tall product packs B once and splits its rows over the threads, where a loop of small
 /// ones did neither.
-fn batch_as_rows(problem: &Problem) -> (usize, usize, MatrixDesc, MatrixDesc) {
+pub(crate) fn batch_as_rows(problem: &Problem) -> (usize, usize, MatrixDesc, MatrixDesc) {
     let (m, batch) = (problem.m, problem.batch);
     // A matrix of one row is stepped along only by its batch stride.
     let continues = |d: &MatrixDesc| m == 1 || m.checked_mul(d.row_stride) == Some(d.batch_stride);
