@@ -405,8 +405,8 @@ impl<'s> Gemm<'s> {
         // numpy's stacked `x @ w` is one product of all the stack's rows, on every route: the
         // same elements, one launch of whole tiles on a GPU where entries of few rows would
         // fill a sliver of each, B packed once on the CPU (whose own rule says when).
-        let (rows_batch, rows, rows_a, rows_c) = crate::host::cpu::batch_as_rows(&lent_problem);
-        if batch > 1 && rows_batch == 1 && described(&a).is_some() && c_lent.is_some() {
+        let folded = crate::host::cpu::batch_as_rows(&lent_problem);
+        if let (Some((rows, rows_a, rows_c)), Some(_), Some(_)) = (folded, described(&a), c_lent) {
             let (ra, ca) = (rows_a.row_stride, rows_a.col_stride);
             let (rc, cc) = (rows_c.row_stride, rows_c.col_stride);
             // SAFETY: the same elements as `a` and `c` (described from their first ones,

@@ -487,26 +487,20 @@ def _plain_product(a, b, alpha, beta, kernel, device):
         and a.dtype in _PLAIN
     ):
         return None
-    if a.ndim == 2 and b.ndim == 2:
-        (m, k), (k_b, n) = a.shape, b.shape
-        if k != k_b or m == 0 or n == 0 or k == 0:
-            return None
-        _reset_last_call()
-        c = np.empty((m, n), dtype=a.dtype)
-        _batched(a, b, c, (), alpha, beta, kernel, _device(device))
-        return c
     m, k = a.shape[-2:]
     k_b, n = b.shape[-2:]
     if k != k_b or m == 0 or n == 0 or k == 0:
         return None
-    batch, other = (a.shape[:-2], b.shape[:-2]) if a.ndim >= b.ndim else (
-        b.shape[:-2], a.shape[:-2])
-    # Batches broadcast along some dimensions only, and empty ones, take the general path.
-    if (other and other != batch) or 0 in batch:
-        return None
-    nb = len(batch)
-    a = a.reshape((1,) * (nb + 2 - a.ndim) + a.shape)
-    b = b.reshape((1,) * (nb + 2 - b.ndim) + b.shape)
+    batch = ()
+    if a.ndim > 2 or b.ndim > 2:
+        batch, other = (a.shape[:-2], b.shape[:-2]) if a.ndim >= b.ndim else (
+            b.shape[:-2], a.shape[:-2])
+        # Batches broadcast along some dimensions only, and empty ones, take the general path.
+        if (other and other != batch) or 0 in batch:
+            return None
+        nb = len(batch)
+        a = a.reshape((1,) * (nb + 2 - a.ndim) + a.shape)
+        b = b.reshape((1,) * (nb + 2 - b.ndim) + b.shape)
     _reset_last_call()
     c = np.empty(batch + (m, n), dtype=a.dtype)
     _batched(a, b, c, batch, alpha, beta, kernel, _device(device))
@@ -729,6 +723,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, kernel="auto", device=None, d
     if c is not result:
         result[...] = c
     return _returned(result, out)
+
 
 def _subclassed_matmul(a, b, out, subok, **options):
     """numpy's matmul where an operand or ``out`` is an ndarray subclass (``np.matrix``, say):

@@ -290,11 +290,12 @@ struct Strided<T> {
 
 /// The batch as the rows of one product, where that reads and writes the same elements: B one
 /// matrix for every entry, and each entry of A and of C beginning where the rows of the one
-/// before would go on (numpy's stacked `x @ w`). Returns the batch, M and A's and C's views.
+/// before would go on (numpy's stacked `x @ w`): the rows (batch·M) and A's and C's views of
+/// them, or `None` where the batch stays entries.
 /// On this route an entry depends on its row, column and K alone, so the bits are the same;
 /// one tall product packs B once and splits its rows over the threads, where a loop of small
 /// ones did neither.
-pub(crate) fn batch_as_rows(problem: &Problem) -> (usize, usize, MatrixDesc, MatrixDesc) {
+pub(crate) fn batch_as_rows(problem: &Problem) -> Option<(usize, MatrixDesc, MatrixDesc)> {
     let (m, batch) = (problem.m, problem.batch);
     // A matrix of one row is stepped along only by its batch stride.
     let continues = |d: &MatrixDesc| m == 1 || m.checked_mul(d.row_stride) == Some(d.batch_stride);
@@ -313,9 +314,9 @@ pub(crate) fn batch_as_rows(problem: &Problem) -> (usize, usize, MatrixDesc, Mat
             row_stride: if m == 1 { d.batch_stride } else { d.row_stride },
             ..*d
         };
-        return (1, m * batch, rows(&problem.a), rows(&problem.c));
+        return Some((m * batch, rows(&problem.a), rows(&problem.c)));
     }
-    (batch, m, problem.a, problem.c)
+    None
 }
 
 /// Per batch entry, panel of rows and slab of K (in order), one call of the crate on the
@@ -333,7 +334,10 @@ unsafe fn native<T: Element + gemm_element::GemmElement>(
     stop: &(dyn Fn() -> bool + Sync),
     parallel: bool,
 ) -> Result<()> {
-    let (batch, m, da, dc) = batch_as_rows(problem);
+    let (batch, m, da, dc) = match batch_as_rows(problem) {
+        Some((rows, da, dc)) => (1, rows, da, dc),
+        None => (problem.batch, problem.m, problem.a, problem.c),
+    };
     let (k, n) = (problem.k, problem.n);
     let (alpha, beta) = (T::from_f64(problem.alpha), T::from_f64(problem.beta));
     let reads_c = problem.reads_c();
@@ -827,7 +831,7 @@ mod tests {
                 "{dtype} {m}×{k}×{n}, entry {e} of {batch} (B per entry: {batch_b}, Aᵀ: {trans_a})"
             );
         }
-        batch_as_rows(&whole).0 == 1
+        batch_as_rows(&whole).is_some()
     }
 
     /// [`batch_against_entries`] in f64 and in f32: whether the batch was folded into rows
